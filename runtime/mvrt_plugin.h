@@ -1,0 +1,92 @@
+/* The backend plugin ABI. A plugin is a shared module
+ * libmvrt_backend_<name>.so exporting one C symbol, MVRT_PLUGIN_ENTRY_SYMBOL,
+ * of type mvrt_plugin_entry_fn. The runtime calls it with the host API and
+ * the ABI version it speaks; the plugin returns its vtable or NULL.
+ * The runtime refuses a vtable whose abi_version differs from its own.
+ *
+ * Contract for every vtable function: arguments are already validated by the
+ * runtime (non-NULL, in range, same device); a failure returns a status and
+ * reports the detail through host->set_error(). Plugins never abort, exit or
+ * print. Streams and events are opaque `void *` owned by the plugin.
+ */
+#ifndef MVRT_PLUGIN_H
+#define MVRT_PLUGIN_H
+
+#include "mvrt/core.h"
+#include "mvrt/backend.h"
+#include "../ops/selective_scan/scan_params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MVRT_PLUGIN_ABI_VERSION 1u
+#define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
+
+/* What the runtime offers a plugin. */
+typedef struct mvrt_host_api {
+    uint32_t abi_version;
+    /* Records the thread-local error message (printf-style); returns status. */
+    mvrt_status_t (*set_error)(mvrt_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
+} mvrt_host_api_t;
+
+typedef struct mvrt_plugin_vtable {
+    uint32_t abi_version;        /* MVRT_PLUGIN_ABI_VERSION */
+    const char *name;            /* "cpu", "cuda", "hip" */
+    int priority;                /* for "auto": higher wins */
+
+    /* Probes the vendor runtime. *out_count = usable devices. On failure
+     * (no driver, no device) returns MVRT_ERR_UNAVAILABLE with the reason
+     * in set_error. Called once per process, then cached. */
+    mvrt_status_t (*probe)(int *out_count);
+
+    mvrt_status_t (*device_open)(int index, void **out_device);
+    void (*device_close)(void *device);
+    mvrt_status_t (*device_info)(void *device, mvrt_device_info_t *out_info);
+    mvrt_status_t (*set_num_threads)(void *device, int n);
+
+    /* Memory. mem_free is stream-ordered on GPUs w.r.t. the default stream. */
+    mvrt_status_t (*mem_alloc)(void *device, size_t bytes, void **out_ptr);
+    void (*mem_free)(void *device, void *ptr);
+
+    /* Streams: the plugin creates a default stream per device on open and
+     * returns it here; it is never passed to stream_destroy. */
+    void *(*default_stream)(void *device);
+    mvrt_status_t (*stream_create)(void *device, void **out_stream);
+    mvrt_status_t (*stream_wrap)(void *device, void *native, void **out_stream);
+    void (*stream_destroy)(void *device, void *stream);
+    mvrt_status_t (*stream_synchronize)(void *device, void *stream);
+    void *(*stream_native)(void *device, void *stream);
+
+    mvrt_status_t (*event_create)(void *device, void **out_event);
+    void (*event_destroy)(void *device, void *event);
+    mvrt_status_t (*event_record)(void *device, void *event, void *stream);
+    mvrt_status_t (*stream_wait_event)(void *device, void *stream, void *event);
+    mvrt_status_t (*event_synchronize)(void *device, void *event);
+    mvrt_status_t (*event_elapsed_ms)(void *device, void *start, void *end, float *out_ms);
+
+    /* Copies and fill; pointers are device pointers (host for cpu). */
+    mvrt_status_t (*copy_h2d)(void *device, void *stream, void *dst, const void *src, size_t n);
+    mvrt_status_t (*copy_d2h)(void *device, void *stream, void *dst, const void *src, size_t n);
+    mvrt_status_t (*copy_d2d)(void *device, void *stream, void *dst, const void *src, size_t n);
+    mvrt_status_t (*fill)(void *device, void *stream, void *dst, size_t bytes,
+                          const void *pattern, size_t pattern_size);
+
+    /* Selective scan. NULL entries mean "unsupported on this backend". */
+    mvrt_status_t (*scan_fwd)(void *device, void *stream, const mvrt_scan_params_t *p);
+    mvrt_status_t (*scan_bwd_workspace_size)(void *device, const mvrt_scan_params_t *p,
+                                             size_t *out_bytes);
+    mvrt_status_t (*scan_bwd)(void *device, void *stream, const mvrt_scan_params_t *p);
+} mvrt_plugin_vtable_t;
+
+typedef const mvrt_plugin_vtable_t *(*mvrt_plugin_entry_fn)(const mvrt_host_api_t *host,
+                                                            uint32_t runtime_abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,9 @@
+/* Sub-commands of the `mvrt` program. Each returns the process exit code. */
+#ifndef MVRT_TOOLS_COMMANDS_H
+#define MVRT_TOOLS_COMMANDS_H
+
+int mvrt_cmd_info(int argc, char **argv);   /* mvrt info */
+int mvrt_cmd_check(int argc, char **argv);  /* mvrt check FILE [--backend NAME] */
+int mvrt_cmd_bench(int argc, char **argv);  /* mvrt bench scan [--backend NAME] ... */
+
+#endif
