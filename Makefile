@@ -1,0 +1,28 @@
+# Convenience front end over CMake (the build itself is CMake's).
+#   make run    build (Release) and run the main job
+#   make test   build and run every test (ctest)
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: build run test test-asan clean
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/bin/mvrt info
+	$(BUILD)/bin/mvrt check ../shared/golden/scan_cases.safetensors --backend auto
+	$(BUILD)/bin/mvrt bench scan --backend auto --quick
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (CPU only).
+test-asan:
+	$(MAKE) test BUILD=$(BUILD)-asan \
+	  CMAKE_ARGS="-DMVRT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMVRT_WITH_CUDA=OFF -DMVRT_WITH_HIP=OFF $(CMAKE_ARGS)"
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan
