@@ -1,0 +1,25 @@
+"""mvrt_tf: the mvrt selective scan as a TensorFlow op, with gradients and
+Keras 3 MambaVision layers.
+
+    import mvrt_tf
+    out = mvrt_tf.selective_scan(u, delta, A, B, C, D=D, delta_bias=bias,
+                                 delta_softplus=True)
+    layer = mvrt_tf.MambaVisionMixer(d_model=320)
+
+Import this package before tf.saved_model.load of a model that uses the op:
+importing it registers the ops and their gradient.
+"""
+from ._ops import library_path, raw_ops, selective_scan
+from .layers import MambaVisionBlock, MambaVisionMixer, load_torch_state_dict
+from .safetensors_io import load_safetensors
+
+__all__ = [
+    "selective_scan",
+    "MambaVisionMixer",
+    "MambaVisionBlock",
+    "load_torch_state_dict",
+    "load_safetensors",
+    "library_path",
+    "raw_ops",
+]
+__version__ = "0.1.0"
