@@ -488,7 +488,11 @@ static mvrt_status_t st_parse_uint_array(st_parser_t *ps, const char *tname, con
             st_skip_ws(ps);
             int is_uint = 0;
             uint64_t v = 0;
+            int looks_numeric =
+                ps->p < ps->end && (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9'));
             mvrt_status_t st = st_parse_number(ps, &is_uint, &v);
+            if (st != MVRT_OK && looks_numeric)
+                return st; /* the number's own syntax error */
             if (st != MVRT_OK)
                 return st_fail(ps, "tensor '%s': '%s' must hold non-negative integers",
                                tname, field);

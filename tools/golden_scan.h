@@ -102,6 +102,15 @@ int mvrt_gs_run(mvrt_backend_t *backend, const mvrt_gs_case_t *c,
                 size_t errlen);
 void mvrt_gs_free_results(double *res[MVRT_GS_NUM_OUTPUTS]);
 
+/* ---- double-precision reference (ops/selective_scan/scan_reference.c) ---- */
+/* Computes every output of `c` (forward; backward when in[DOUT] is given)
+ * with the float64 reference, after rounding the inputs exactly as
+ * mvrt_gs_run would for a run in `dtype` (F64: no rounding). Results are
+ * malloc'd into res[i] (NULL for absent outputs); free with
+ * mvrt_gs_free_results. */
+int mvrt_gs_reference(const mvrt_gs_case_t *c, mvrt_dtype_t dtype,
+                      double *res[MVRT_GS_NUM_OUTPUTS], char *err, size_t errlen);
+
 /* ---- comparison ---- */
 typedef struct mvrt_gs_tol {
     double rtol, atol;
@@ -121,6 +130,10 @@ typedef struct mvrt_gs_err {
 
 void mvrt_gs_compare(const double *got, const double *ref, int64_t n, mvrt_gs_tol_t tol,
                      mvrt_gs_err_t *e);
+/* As mvrt_gs_compare with a per-element allowance added to the tolerance:
+ * |got - ref| <= atol + rtol |ref| + slack[i] (slack may be NULL). */
+void mvrt_gs_compare_slack(const double *got, const double *ref, const double *slack, int64_t n,
+                           mvrt_gs_tol_t tol, mvrt_gs_err_t *e);
 static inline int mvrt_gs_err_ok(const mvrt_gs_err_t *e)
 {
     return e->nonfinite == 0 && e->worst_ratio <= 1.0;
