@@ -81,6 +81,30 @@ typedef struct mvrt_plugin_vtable {
     mvrt_status_t (*scan_bwd_workspace_size)(void *device, const mvrt_scan_params_t *p,
                                              size_t *out_bytes);
     mvrt_status_t (*scan_bwd)(void *device, void *stream, const mvrt_scan_params_t *p);
+
+    /* ---- appended after ABI v1 was first published: entries below may be
+     * NULL (the CPU plugin leaves them NULL); the runtime must check.
+     *
+     * Graph capture / replay (CUDA graphs, HIP graphs). Used by the graph
+     * runner to record a sequence of launches once and replay it cheaply.
+     * graph_capture_begin: starts capturing `stream` (thread-local capture
+     *   mode: work queued from other threads is not affected); every later
+     *   call on that stream is recorded, not run, until graph_capture_end.
+     *   Memory allocation/free and synchronizing calls are not allowed
+     *   during capture (the vendor runtime invalidates the capture).
+     * graph_capture_end: ends the capture of `stream` and instantiates it;
+     *   *out_graph receives an executable graph owned by the caller
+     *   (release with graph_destroy). On failure nothing is returned and the
+     *   stream is no longer capturing.
+     * graph_launch: queues one replay of `graph` on `stream` (asynchronous;
+     *   any stream of the same device).
+     * graph_destroy: releases an executable graph; NULL is a no-op. The
+     *   caller must not destroy a graph whose replay is still queued unless
+     *   the vendor allows it (CUDA does: it completes first). */
+    mvrt_status_t (*graph_capture_begin)(void *device, void *stream);
+    mvrt_status_t (*graph_capture_end)(void *device, void *stream, void **out_graph);
+    mvrt_status_t (*graph_launch)(void *device, void *graph, void *stream);
+    void (*graph_destroy)(void *device, void *graph);
 } mvrt_plugin_vtable_t;
 
 typedef const mvrt_plugin_vtable_t *(*mvrt_plugin_entry_fn)(const mvrt_host_api_t *host,

@@ -1,0 +1,37 @@
+/* C interface between the CUDA plugin's host code and the kernels compiled
+ * by nvcc (scan_cuda.cu). All calls are asynchronous on `s` and return the
+ * CUDA error of the launch (cudaSuccess when queued). Parameters are already
+ * validated by the runtime. */
+#ifndef MVRT_BACKENDS_CUDA_SCAN_CUDA_H
+#define MVRT_BACKENDS_CUDA_SCAN_CUDA_H
+
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+#include "ops/selective_scan/scan_params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-device tuning inputs: the launch configuration is a pure function of
+ * these and the problem, so the workspace query and the launch agree. */
+typedef struct mvrt_cuda_scan_tuning {
+    size_t smem_limit; /* opt-in shared memory per block of the device */
+    int tpr_override;  /* threads per channel row; 0 = automatic */
+} mvrt_cuda_scan_tuning_t;
+
+cudaError_t mvrt_cuda_scan_fwd(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t, cudaStream_t s);
+size_t mvrt_cuda_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t);
+/* p->workspace must hold at least mvrt_cuda_scan_bwd_workspace() bytes. */
+cudaError_t mvrt_cuda_scan_bwd(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t, cudaStream_t s);
+/* Human-readable launch configuration (for benchmarks). */
+void mvrt_cuda_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t,
+                             char *buf, size_t n);
+/* Repeats a 1-, 2- or 4-byte pattern over `bytes` (a multiple of psize). */
+cudaError_t mvrt_cuda_fill_pattern(void *dst, size_t bytes, const void *pattern, size_t psize,
+                                   cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* The few vendor names the GPU kernel sources use, mapped once so that the
+ * same .cuh compiles with nvcc (CUDA) and hipcc/clang (HIP).
+ *
+ * MVRT_WARP_SIZE is a compile-time constant of the DEVICE pass: 32 on NVIDIA,
+ * 64 on AMD CDNA (gfx9: MI200/MI300), 32 on AMD RDNA (wave32). Kernels use it
+ * instead of the literal 32 or the run-time warpSize. Host code must not
+ * rely on it for AMD (the host pass cannot know the target): ask the device
+ * (warpSize property) there. */
+#ifndef MVRT_OPS_GPU_VENDOR_H
+#define MVRT_OPS_GPU_VENDOR_H
+
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_bf16.h>
+#define MVRT_GPU_HIP 1
+#if defined(__GFX9__)
+#define MVRT_WARP_SIZE 64
+#else
+#define MVRT_WARP_SIZE 32
+#endif
+typedef __half mvrt_gpu_half;
+typedef __hip_bfloat16 mvrt_gpu_bf16;
+typedef hipStream_t mvrt_gpu_stream_t;
+typedef hipError_t mvrt_gpu_error_t;
+#define MVRT_GPU_SUCCESS hipSuccess
+#define mvrt_gpu_get_last_error hipGetLastError
+#define mvrt_gpu_func_set_max_dyn_smem(fn, bytes) \
+    hipFuncSetAttribute((const void *)(fn), hipFuncAttributeMaxDynamicSharedMemorySize, (bytes))
+/* HIP shuffles take no mask; the whole wavefront takes part. */
+#define MVRT_SHFL_XOR(v, lanemask, width) __shfl_xor((v), (lanemask), (width))
+#define MVRT_SHFL(v, src, width) __shfl((v), (src), (width))
+static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
+static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
+#else
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#define MVRT_GPU_CUDA 1
+#define MVRT_WARP_SIZE 32
+typedef __half mvrt_gpu_half;
+typedef __nv_bfloat16 mvrt_gpu_bf16;
+typedef cudaStream_t mvrt_gpu_stream_t;
+typedef cudaError_t mvrt_gpu_error_t;
+#define MVRT_GPU_SUCCESS cudaSuccess
+#define mvrt_gpu_get_last_error cudaGetLastError
+#define mvrt_gpu_func_set_max_dyn_smem(fn, bytes) \
+    cudaFuncSetAttribute((fn), cudaFuncAttributeMaxDynamicSharedMemorySize, (bytes))
+/* Every lane of the warp executes the shuffles (kernels keep them out of
+ * divergent code), so the full mask is right. */
+#define MVRT_SHFL_XOR(v, lanemask, width) __shfl_xor_sync(0xffffffffu, (v), (lanemask), (width))
+#define MVRT_SHFL(v, src, width) __shfl_sync(0xffffffffu, (v), (src), (width))
+static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
+static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
+#endif
+
+static __device__ __forceinline__ float mvrt_half_to_float(mvrt_gpu_half x) { return __half2float(x); }
+static __device__ __forceinline__ mvrt_gpu_half mvrt_float_to_half(float x) { return __float2half(x); }
+
+#endif
