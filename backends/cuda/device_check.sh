@@ -1,0 +1,42 @@
+#!/bin/bash
+# One-call check of the CUDA backend on a GPU machine: configure + build for
+# the local GPU only, plugin/scan tests, benchmark (f32 auto + TPR variants,
+# f16/bf16), ctest -L cuda (conformance + golden), compute-sanitizer memcheck
+# and racecheck on small scan cases, then the 64-bit test. Logs go to $OUT.
+# usage: backends/cuda/device_check.sh [arch, default 90]
+set -o pipefail
+OUT=${OUT:-/tmp/mvrt_out}
+mkdir -p "$OUT"
+ARCH=${1:-90}
+B=build-dev
+T0=$(date +%s)
+log() { echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
+log configure
+cmake -S . -B $B -DMVRT_CUDA_ARCHS=$ARCH -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+log build
+cmake --build $B -j16 > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
+P=$B/lib/libmvrt_backend_cuda.so
+log plugin test
+timeout 60 $B/bin/test_cuda_plugin $P 2>&1 | tee "$OUT/plugin.log" | tail -5
+log scan tests
+timeout 120 $B/bin/test_cuda_scan $P 2>&1 | tee "$OUT/scan.log"
+log bench f32 auto
+timeout 120 $B/bin/bench_cuda_scan $P f32 50 2>&1 | tee "$OUT/bench.log"
+log bench f32 TPR=2
+MVRT_CUDA_SCAN_TPR=2 timeout 90 $B/bin/bench_cuda_scan $P f32 30 2>&1 | tee -a "$OUT/bench.log" | tail -9
+log bench f16 bf16 auto
+( timeout 90 $B/bin/bench_cuda_scan $P f16 30; timeout 90 $B/bin/bench_cuda_scan $P bf16 30 ) 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
+log ctest -L cuda
+(cd $B && timeout 200 ctest -L cuda -E cuda_scan_64bit --output-on-failure --timeout 120) > "$OUT/ctest.log" 2>&1
+grep -E "tests passed|tests failed|Failed|\*\*\*|Passed|Skipped" "$OUT/ctest.log" | tail -25
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+log memcheck
+timeout 120 $CS --tool memcheck --error-exitcode 9 $B/bin/test_cuda_scan $P groups_tiles > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
+timeout 60 $CS --tool memcheck --error-exitcode 9 $B/bin/test_cuda_scan $P N130 >> "$OUT/memcheck.log" 2>&1; echo "memcheck N130 rc=$?"
+log racecheck
+timeout 120 $CS --tool racecheck --error-exitcode 9 $B/bin/test_cuda_scan $P odd_L > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -3 "$OUT/racecheck.log"
+log 64-bit test
+timeout 200 $B/bin/test_cuda_scan_large $P 2>&1 | tee "$OUT/large.log" | tail -6
+log done
+echo "---- bench summary ----"; grep -v "^device" "$OUT/bench.log" | head -12
