@@ -97,6 +97,24 @@ static void load_tile(vf *dst, const mvrt_scan_operand_t *op, int dt, int64_t b,
     }
 }
 
+/* Asks for the cache lines of op[b, d0 .. d0+w-1, t0 .. t0+tn-1] (the next
+ * tile of a contiguous row): rows of one block are W separate streams that
+ * the hardware prefetchers do not follow well. */
+static void prefetch_tile(const mvrt_scan_operand_t *op, int dt, int64_t b, int64_t d0, int w,
+                          int64_t t0, int tn)
+{
+    if (!op->data || op->stride[2] != 1 || tn <= 0)
+        return;
+    const size_t es = dt_size(dt);
+    const char *base = (const char *)op->data + (size_t)(b * op->stride[0] + d0 * op->stride[1] + t0) * es;
+    for (int l = 0; l < w; l++) {
+        const char *r = base + (size_t)(l * op->stride[1]) * es;
+        for (size_t off = 0; off < (size_t)tn * es; off += 64)
+            __builtin_prefetch(r + off, 0, 3);
+        __builtin_prefetch(r + (size_t)tn * es - 1, 0, 3);
+    }
+}
+
 /* op[b, d0 + l, t0 + t] = src[t] (lane l) for t < tn, l < w. */
 static void store_tile(const vf *src, const mvrt_scan_operand_t *op, int dt, int64_t b, int64_t d0,
                        int w, int64_t t0, int tn)
@@ -146,13 +164,19 @@ static void load_bc_tile(float *dst, int ld, const mvrt_scan_operand_t *op, int 
 }
 
 /* Loads u, delta (and B/C) of a tile; V = delta + bias, DT = softplus(V) or
- * V, DTU = DT * u, and Y = D * u when the output is wanted. */
+ * V, DTU = DT * u, and Y = D * u when the output is wanted. Prefetches
+ * u and delta of steps [pf_t0, pf_t0 + pf_tn), the tile that comes next. */
 static void prep_tile(const mvrt_scan_params_t *p, scan_scratch_t *s, int64_t b, int64_t g,
-                      int64_t d0, int w, int64_t t0, int tn, int need_y, int need_c)
+                      int64_t d0, int w, int64_t t0, int tn, int need_y, int need_c,
+                      int64_t pf_t0, int pf_tn)
 {
     const int dt = p->input_dtype;
     load_tile(s->U, &p->u, dt, b, d0, w, t0, tn);
     load_tile(s->V, &p->delta, dt, b, d0, w, t0, tn);
+    if (pf_tn > 0) {
+        prefetch_tile(&p->u, dt, b, d0, w, pf_t0, pf_tn);
+        prefetch_tile(&p->delta, dt, b, d0, w, pf_t0, pf_tn);
+    }
     const vf bias = s->biasv, Dv = s->Dv;
     for (int t = 0; t < tn; t++) {
         vf v = s->V[t] + bias;
@@ -179,6 +203,7 @@ MVRT_SI void fwd_states(const int NC, const int bvar, const int cvar, const int 
                         const vf *Cv, vf *HA, vf *HH, int ldh)
 {
     vf hr[8], Ar[8];
+#pragma GCC unroll 8
     for (int j = 0; j < NC; j++) {
         hr[j] = h[j];
         Ar[j] = Av[j];
@@ -186,6 +211,7 @@ MVRT_SI void fwd_states(const int NC, const int bvar, const int cvar, const int 
     for (int t = 0; t < tn; t++) {
         const vf dtv = DT[t], du = DTU[t];
         vf y = want_y ? Y[t] : vzero();
+#pragma GCC unroll 8
         for (int j = 0; j < NC; j++) {
             vf a = vexp(dtv * Ar[j]);
             vf bb = bvar ? du * Bs[(size_t)j * ld + t] : du * Bv[j];
@@ -200,6 +226,7 @@ MVRT_SI void fwd_states(const int NC, const int bvar, const int cvar, const int 
         if (want_y)
             Y[t] = y;
     }
+#pragma GCC unroll 8
     for (int j = 0; j < NC; j++)
         h[j] = hr[j];
 }
@@ -282,6 +309,7 @@ MVRT_SI void bwd_states(const int NC, const int bvar, const int cvar, int tn, in
                         int ldh)
 {
     vf cr[8], dAr[8], dBr[8], dCr[8];
+#pragma GCC unroll 8
     for (int j = 0; j < NC; j++) {
         cr[j] = carry[j];
         dAr[j] = dA[j];
@@ -292,6 +320,7 @@ MVRT_SI void bwd_states(const int NC, const int bvar, const int cvar, int tn, in
         const vf g = G[t], dtv = DT[t], du = DTU[t];
         const vf *hprev = t > 0 ? HH + (size_t)(t - 1) * ldh : hstart;
         vf s1 = vzero(), s2 = vzero();
+#pragma GCC unroll 8
         for (int j = 0; j < NC; j++) {
             vf ct = cvar ? vbc(Cs[(size_t)j * ld + t]) : Cv[j];
             vf lam = ct * g + cr[j];
@@ -317,6 +346,7 @@ MVRT_SI void bwd_states(const int NC, const int bvar, const int cvar, int tn, in
             S2[t] = S2[t] + s2;
         }
     }
+#pragma GCC unroll 8
     for (int j = 0; j < NC; j++) {
         carry[j] = cr[j];
         dA[j] = dAr[j];
@@ -379,7 +409,11 @@ static void fwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, int64_t b,
         s->h[n] = vzero();
     for (int64_t t0 = 0; t0 < L; t0 += T) {
         const int tn = (int)MVRT_MIN((int64_t)T, L - t0);
-        prep_tile(p, s, b, g, d0, w, t0, tn, 1, 1);
+        const int64_t nx0 = t0 + T;
+        const int nxn = (int)MVRT_MIN((int64_t)T, L - nx0);
+        prep_tile(p, s, b, g, d0, w, t0, tn, 1, 1, nx0, nxn);
+        if (p->z.data && nxn > 0)
+            prefetch_tile(&p->z, p->input_dtype, b, d0, w, nx0, nxn);
         run_fwd_states(p, s, tn, 1, 0);
         if (p->z.data) {
             load_tile(s->Z, &p->z, p->input_dtype, b, d0, w, t0, tn);
@@ -568,7 +602,8 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
         s->h[n] = vzero();
     for (int64_t c = 0; c + 1 < nch; c++) {
         memcpy(s->ckpt + (size_t)c * N, s->h, (size_t)N * sizeof(vf));
-        prep_tile(p, s, b, g, d0, w, c * K, K, 0, 0);
+        prep_tile(p, s, b, g, d0, w, c * K, K, 0, 0, (c + 1) * K,
+                  (int)MVRT_MIN((int64_t)K, L - (c + 1) * K));
         run_fwd_states(p, s, K, 0, 0);
     }
     if (nch > 0)
@@ -585,8 +620,14 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
     for (int64_t c = nch - 1; c >= 0; c--) {
         const int64_t t0 = c * K;
         const int tn = (int)MVRT_MIN((int64_t)K, L - t0);
-        prep_tile(p, s, b, g, d0, w, t0, tn, has_z, 1);
+        const int pfn = c > 0 ? K : 0; /* the previous chunk comes next */
+        prep_tile(p, s, b, g, d0, w, t0, tn, has_z, 1, t0 - K, pfn);
         load_tile(s->G, &p->dout, dt, b, d0, w, t0, tn);
+        if (pfn) {
+            prefetch_tile(&p->dout, dt, b, d0, w, t0 - K, pfn);
+            if (has_z)
+                prefetch_tile(&p->z, dt, b, d0, w, t0 - K, pfn);
+        }
         memcpy(s->h, s->ckpt + (size_t)c * N, (size_t)N * sizeof(vf));
         memcpy(s->hs, s->h, (size_t)N * sizeof(vf));
         run_fwd_states(p, s, tn, has_z, 1);
@@ -743,11 +784,17 @@ void KFN(mvrt_cpu_scan_bwd)(const mvrt_scan_params_t *p, int num_threads)
                 const float *src = slots + (size_t)((b * G + g) * S) * (size_t)(N * L) + (size_t)(n * L);
                 const int64_t *st = op->stride;
                 const int64_t o = b * st[0] + g * st[1] + n * st[2];
-                for (int64_t t = 0; t < L; t++) {
-                    float v = src[t];
-                    for (int64_t si = 1; si < S; si++)
-                        v += src[(size_t)si * (size_t)(N * L) + (size_t)t];
-                    st_elem(op->data, o + t * st[3], v, dt);
+                float acc[512];
+                for (int64_t t0 = 0; t0 < L; t0 += 512) {
+                    const int tn = (int)MVRT_MIN((int64_t)512, L - t0);
+                    memcpy(acc, src + t0, (size_t)tn * sizeof(float));
+                    for (int64_t si = 1; si < S; si++) {
+                        const float *sp = src + (size_t)si * (size_t)(N * L) + (size_t)t0;
+                        for (int t = 0; t < tn; t++)
+                            acc[t] += sp[t];
+                    }
+                    for (int t = 0; t < tn; t++)
+                        st_elem(op->data, o + (t0 + t) * st[3], acc[t], dt);
                 }
             }
         }
