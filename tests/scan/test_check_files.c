@@ -26,7 +26,7 @@ static int failures = 0;
 enum defect {
     OK_FILE, NO_CASES, CASES_NOT_INT, ZERO_CASES, TOO_MANY_CASES, CONFIG_MISSING_KEY,
     CONFIG_BAD_JSON, CONFIG_BAD_GROUPS, MISSING_INPUT, MISSING_GRAD, WRONG_SHAPE, INT_DTYPE,
-    TRUNCATED, NOT_SAFETENSORS, NUM_DEFECTS
+    TRUNCATED, NOT_SAFETENSORS, WRONG_OUT, WRONG_DB, WRONG_LAST_STATE, NUM_DEFECTS
 };
 
 typedef struct gen_case {
@@ -130,6 +130,14 @@ static int write_golden(const char *path, enum defect defect)
                 continue;
             snprintf(name, sizeof name, "case%d.%s", ci, mvrt_gs_output_names[i]);
             int r = mvrt_gs_output_shape(&c.cfg, i, g->bc_rank, s);
+            /* Golden values off by a little more than the tolerance: the
+             * check must fail (proves the comparison can fail). */
+            if (ci == 0 && i == MVRT_GS_OUT && defect == WRONG_OUT)
+                c.ref[i][5] += 3e-3 + 1e-3 * (c.ref[i][5] < 0 ? -c.ref[i][5] : c.ref[i][5]);
+            if (ci == 1 && i == MVRT_GS_DB && defect == WRONG_DB)
+                c.ref[i][mvrt_gs_numel(r, s) - 1] += 0.01;
+            if (ci == 1 && i == MVRT_GS_LAST_STATE && defect == WRONG_LAST_STATE)
+                c.ref[i][0] = -c.ref[i][0] + (c.ref[i][0] == 0 ? 1 : 0);
             stw_f32(&w, name, r, s, c.ref[i]);
         }
         snprintf(name, sizeof name, "case%d", ci);
@@ -170,16 +178,30 @@ static int write_golden(const char *path, enum defect defect)
 
 /* Runs `mvrt check path --backend B [extra]`; returns the exit code (or
  * 1000 + signal), with stderr captured into errbuf. */
+static char outbuf[65536]; /* stdout of the last run */
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        size_t got = fread(buf, 1, cap - 1, f);
+        buf[got] = '\0';
+        fclose(f);
+    }
+}
+
 static int run_check(const char *path, const char *extra, char *errbuf, size_t cap)
 {
-    char errpath[1024];
+    char errpath[1024], outpath[1024];
     snprintf(errpath, sizeof errpath, "%s/check_stderr.txt", workdir);
+    snprintf(outpath, sizeof outpath, "%s/check_stdout.txt", workdir);
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
         int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int nul = open("/dev/null", O_WRONLY);
+        int nul = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0 || nul < 0)
             _exit(126);
         dup2(fd, 2);
@@ -191,13 +213,8 @@ static int run_check(const char *path, const char *extra, char *errbuf, size_t c
     }
     int status = 0;
     waitpid(pid, &status, 0);
-    errbuf[0] = '\0';
-    FILE *f = fopen(errpath, "rb");
-    if (f) {
-        size_t got = fread(errbuf, 1, cap - 1, f);
-        errbuf[got] = '\0';
-        fclose(f);
-    }
+    slurp(errpath, errbuf, cap);
+    slurp(outpath, outbuf, sizeof outbuf);
     if (WIFSIGNALED(status))
         return 1000 + WTERMSIG(status);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -272,6 +289,35 @@ int main(int argc, char **argv)
             failures++;
         }
     }
+    /* Wrong golden values: must FAIL (only where the backend runs). */
+    static const struct {
+        enum defect d;
+        const char *name, *expect;
+    } wrong[] = {
+        {WRONG_OUT, "wrong_out", "1 passed, 1 failed"},
+        {WRONG_DB, "wrong_db", "1 passed, 1 failed"},
+        {WRONG_LAST_STATE, "wrong_last_state", "1 passed, 1 failed"},
+    };
+    for (size_t i = 0; !skipped && i < sizeof wrong / sizeof wrong[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s.safetensors", workdir, wrong[i].name);
+        if (write_golden(path, wrong[i].d) != 0) {
+            fprintf(stderr, "cannot write %s\n", path);
+            return 1;
+        }
+        int rc = run_check(path, NULL, errbuf, sizeof errbuf);
+        const char *field = wrong[i].d == WRONG_OUT ? "out " : wrong[i].d == WRONG_DB ? "dB "
+                                                                               : "last_state ";
+        char want[64];
+        snprintf(want, sizeof want, "    %s", field);
+        int ok = rc == 1 && strstr(outbuf, wrong[i].expect) && strstr(outbuf, want);
+        printf("%-20s exit %d %s\n", wrong[i].name, rc, ok ? "ok (detected)" : "WRONG");
+        if (!ok) {
+            fprintf(stderr, "FAIL: %s: a wrong golden value was not reported (exit %d):\n%s\n",
+                    wrong[i].name, rc, outbuf);
+            failures++;
+        }
+    }
+
     /* Usage errors. */
     snprintf(path, sizeof path, "%s/gen_scan_ok.safetensors", workdir);
     int rc = run_check(path, "--dtype=f64", errbuf, sizeof errbuf);
