@@ -1,0 +1,47 @@
+"""The op library as built: its dynamic dependencies, its RPATH, and the
+kernels it registers (CPU for float16/bfloat16/float32/float64, GPU for
+float16/bfloat16/float32 — the GPU ones are compiled and registered with any
+TensorFlow wheel but only run under a GPU build of TensorFlow)."""
+import os
+import shutil
+import subprocess
+
+import pytest
+from tensorflow.python.framework import kernels
+
+import mvrt_tf
+
+
+def _dynamic_section(path):
+    if not shutil.which("readelf"):
+        pytest.skip("readelf not installed")
+    return subprocess.run(["readelf", "-d", path], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_needed_entries_and_rpath():
+    dyn = _dynamic_section(mvrt_tf.library_path)
+    needed = [line.split("[")[1].rstrip("]") for line in dyn.splitlines() if "(NEEDED)" in line]
+    assert "libtensorflow_framework.so.2" in needed, needed
+    assert any(n.startswith("libmvrt.so") for n in needed), needed
+    # the CUDA runtime and the backend plugins are never linked: plugins are
+    # loaded at run time by libmvrt
+    assert not any("cuda" in n or "backend" in n or "python" in n for n in needed), needed
+    assert "$ORIGIN" in dyn  # libmvrt is found next to the op library
+
+
+def test_backend_plugin_next_to_libmvrt():
+    here = os.path.dirname(mvrt_tf.library_path)
+    assert os.path.exists(os.path.join(here, "libmvrt_backend_cpu.so"))
+
+
+def test_registered_kernels():
+    for op in ("MambaSelectiveScan", "MambaSelectiveScanGrad"):
+        regs = kernels.get_registered_kernels_for_op(op).kernel
+        by_device = {}
+        for k in regs:
+            types = [c.allowed_values.list.type[0] for c in k.constraint if c.name == "T"]
+            by_device.setdefault(k.device_type, set()).update(types)
+        # DataType enum: 1 float, 2 double, 14 bfloat16, 19 half
+        assert by_device.get("CPU") == {1, 2, 14, 19}, by_device
+        assert by_device.get("GPU") == {1, 14, 19}, by_device
