@@ -43,7 +43,6 @@ typedef struct scan_scratch {
     vf *HA, *HH;                 /* K x N: a_t and h_t of a chunk (backward) */
     vf *ckpt;                    /* nch x N: state at each chunk start */
     vf Dv, biasv;
-    int order[W];                /* lane order of hsum_tree */
 } scan_scratch_t;
 
 /* ---- operand access ------------------------------------------------------ */
@@ -558,24 +557,24 @@ static void bwd_scratch(const mvrt_scan_params_t *p, const bwd_layout_t *lo, int
     s->Bs = (float *)c;
     c += al64(N * K * 4);
     s->Cs = (float *)c;
-    mvrt_hsum_order(s->order);
 }
 
 /* dst[t] (+)= sum over lanes of (mul[t] *) X[t * ldx], t < tn, fixed tree. */
-static void reduce_lanes(float *dst, const vf *X, size_t ldx, const vf *mul, int tn, int acc,
-                         const int *order)
+static void reduce_lanes(float *dst, const vf *X, size_t ldx, const vf *mul, int tn, int acc)
 {
     for (int tt = 0; tt < tn; tt += W) {
         vf in[W];
-        for (int i = 0; i < W; i++) {
-            int t = tt + i;
-            vf x = vzero();
-            if (t < tn)
-                x = mul ? mul[t] * X[(size_t)t * ldx] : X[(size_t)t * ldx];
-            in[order[i]] = x;
+        const int cnt = MVRT_MIN(W, tn - tt);
+        if (cnt == W) {
+            for (int i = 0; i < W; i++)
+                in[i] = mul ? mul[tt + i] * X[(size_t)(tt + i) * ldx] : X[(size_t)(tt + i) * ldx];
+        } else {
+            for (int i = 0; i < W; i++)
+                in[i] = i >= cnt ? vzero()
+                        : mul    ? mul[tt + i] * X[(size_t)(tt + i) * ldx]
+                                 : X[(size_t)(tt + i) * ldx];
         }
-        vf r = hsum_tree(in);
-        int cnt = MVRT_MIN(W, tn - tt);
+        vf r = hsum_lanes(in);
         if (cnt == W) {
             if (acc)
                 r = vloadu(dst + tt) + r;
@@ -663,11 +662,11 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
         if (p->b_variable)
             for (int n = 0; n < N; n++)
                 reduce_lanes(slotB + (size_t)n * L + t0, s->HA + n, (size_t)N, NULL, tn,
-                             !first_in_task, s->order);
+                             !first_in_task);
         if (p->c_variable)
             for (int n = 0; n < N; n++)
                 reduce_lanes(slotC + (size_t)n * L + t0, s->HH + n, (size_t)N, s->G, tn,
-                             !first_in_task, s->order);
+                             !first_in_task);
     }
 
     /* per-batch partials of the (b, t) reductions; each (b, d) has one owner */

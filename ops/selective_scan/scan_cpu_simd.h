@@ -40,22 +40,22 @@ MVRT_SI vf vloadu(const float *p) { return *(const vf_u *)p; }
 MVRT_SI void vstoreu(float *p, vf v) { *(vf_u *)p = v; }
 
 /* ---- exp ----------------------------------------------------------------
- * Cody-Waite range reduction x = k ln2 + r, |r| <= ln2/2, then a degree-7
- * polynomial (Cephes coefficients, ~1 ulp), then scaling by 2^k.
+ * Cody-Waite range reduction x = k ln2 + r, |r| <= ln2/2, then a degree-6
+ * polynomial (near-minimax, relative error 1.7e-8 before rounding; ~1 ulp
+ * overall), then scaling by 2^k.
  * NaN -> NaN, -inf or x < -104 -> 0, +inf -> +inf.
  * AVX-512: vscalefps gives correctly scaled subnormals and overflow.
  * Other ISAs: results below ~1.6e-38 (x < -87) flush to 0 and
  * 88 < x <= 88.72 returns exp(88) (inf above); no subnormal results. */
 #define MVRT_EXP_POLY(r, p)                                           \
     do {                                                              \
-        vf z_ = (r) * (r);                                            \
-        vf q_ = vbc(1.9875691500e-4f);                                \
-        q_ = q_ * (r) + 1.3981999507e-3f;                             \
-        q_ = q_ * (r) + 8.3334519073e-3f;                             \
-        q_ = q_ * (r) + 4.1665795894e-2f;                             \
-        q_ = q_ * (r) + 1.6666665459e-1f;                             \
-        q_ = q_ * (r) + 5.0000001201e-1f;                             \
-        (p) = (q_ * z_ + (r)) + 1.0f;                                 \
+        vf q_ = vbc(1.3836845755577087e-3f);                          \
+        q_ = q_ * (r) + 8.374815806746483e-3f;                        \
+        q_ = q_ * (r) + 4.166822507977486e-2f;                        \
+        q_ = q_ * (r) + 1.6666419804096222e-1f;                       \
+        q_ = q_ * (r) + 4.9999991059303284e-1f;                       \
+        q_ = q_ * (r) + 1.0f;                                         \
+        (p) = q_ * (r) + 1.0f;                                        \
     } while (0)
 
 MVRT_SI vf vexp(vf x)
@@ -88,6 +88,20 @@ MVRT_SI vf vexp(vf x)
 
 MVRT_SI vf vsigmoid(vf x) { return 1.0f / (1.0f + vexp(-x)); }
 
+/* 1/x for finite x > 0 of moderate size: the AVX-512 14-bit estimate plus
+ * one Newton step (~1 ulp) instead of a slow vdivps; exact division
+ * elsewhere. */
+MVRT_SI vf vrcp_pos(vf x)
+{
+#if defined(__AVX512F__) && W == 16
+    vf r = (vf)_mm512_rcp14_ps((__m512)x);
+    vf e = 1.0f - x * r;
+    return r + r * e;
+#else
+    return 1.0f / x;
+#endif
+}
+
 /* log1p(e) for e in [0, 1] (and NaN): u = 1 + e = m 2^k, m in [sqrt(1/2),
  * sqrt(2)), log m = 2 atanh(f / (2 + f)), plus the rounding error of 1 + e. */
 MVRT_SI vf vlog1p01(vf e)
@@ -97,14 +111,14 @@ MVRT_SI vf vlog1p01(vf e)
     vf m = vsel(big, u * 0.5f, u);
     vf k = vsel(big, vbc(1.0f), vzero());
     vf f = m - 1.0f;
-    vf s = f / (2.0f + f);
+    vf s = f * vrcp_pos(2.0f + f);
     vf s2 = s * s;
     vf poly = vbc(2.0f / 9.0f);
     poly = poly * s2 + 2.0f / 7.0f;
     poly = poly * s2 + 2.0f / 5.0f;
     poly = poly * s2 + 2.0f / 3.0f;
     vf logm = 2.0f * s + s * s2 * poly;
-    vf corr = (e - (u - 1.0f)) / u;
+    vf corr = (e - (u - 1.0f)) * vrcp_pos(u);
     return k * 0.693147180559945309f + (logm + corr);
 }
 
@@ -236,8 +250,8 @@ MVRT_SI void transpose(vf *m)
 /* ---- W vectors -> one vector of their lane sums (fixed tree) -------------
  * Level with segment size s combines vectors a, b into segments of s/2:
  * output segment k holds the two halves of segment k>>1 of (k&1 ? b : a)
- * added. The output lane order is a permutation of the inputs; callers
- * feed the inputs through mvrt_hsum_order() so that lane i sums input i. */
+ * added. The output lanes come out in bit-reversed input order (see
+ * hsum_lanes). */
 #define MVRT_RLO(i, s) (((((i) / ((s) / 2)) & 1) ? W : 0) + (((i) / ((s) / 2)) >> 1) * (s) + (i) % ((s) / 2))
 #define MVRT_RHI(i, s) (MVRT_RLO(i, s) + (s) / 2)
 /* The level with segment size s has s input vectors and leaves s/2. */
@@ -262,15 +276,19 @@ MVRT_SI vf hsum_tree(vf *v)
     return v[0];
 }
 
-/* order[i] = the input slot whose sum lands in output lane i. */
-static inline void mvrt_hsum_order(int *order)
+/* The tree leaves the sum of input v[i] in lane bitreverse(i); one fixed
+ * permutation puts lane i = sum of the lanes of v[i]. */
+#if W == 16
+#define MVRT_BITREV(i, k_) ((((i) & 1) << 3) | (((i) & 2) << 1) | (((i) & 4) >> 1) | (((i) & 8) >> 3))
+#elif W == 8
+#define MVRT_BITREV(i, k_) ((((i) & 1) << 2) | ((i) & 2) | (((i) & 4) >> 2))
+#else
+#define MVRT_BITREV(i, k_) ((((i) & 1) << 1) | (((i) & 2) >> 1))
+#endif
+
+MVRT_SI vf hsum_lanes(vf *v)
 {
-    vf v[W];
-    for (int j = 0; j < W; j++)
-        v[j] = vbc((float)j);
-    vf r = hsum_tree(v);
-    for (int i = 0; i < W; i++)
-        order[i] = (int)(r[i] / (float)W + 0.5f);
+    return __builtin_shuffle(hsum_tree(v), (vi){MVRT_LANES(MVRT_BITREV, 0)});
 }
 
 #endif
