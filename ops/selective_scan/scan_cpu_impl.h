@@ -439,7 +439,9 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
     const int nt = mvrt_cpu_scan_resolve_threads(num_threads);
     (void)nt;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && ntask > 1)
+/* Dynamic: tasks are coarse and independent of the thread count, so a
+ * thread slowed by another process just takes fewer of them. */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && ntask > 1)
 #endif
     for (int64_t task = 0; task < ntask; task++) {
         const int T = fwd_tile_steps(N);
@@ -720,8 +722,10 @@ void KFN(mvrt_cpu_scan_bwd)(const mvrt_scan_params_t *p, int num_threads)
 #endif
         scan_scratch_t s;
         bwd_scratch(p, &lo, tid, &s);
+        /* Results do not depend on which thread runs a task (each task owns
+         * its output slots; per-thread memory is scratch), so balance freely. */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
 #endif
         for (int64_t task = 0; task < ntask; task++) {
             const int64_t b = task / (G * S), r = task % (G * S), g = r / S, si = r % S;
