@@ -13,7 +13,8 @@ T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
 log configure
-cmake -S . -B $B -DMVRT_CUDA_ARCHS=$ARCH -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+GOLD=${MVRT_GOLDEN_DIR:+-DMVRT_GOLDEN_DIR=$MVRT_GOLDEN_DIR}
+cmake -S . -B $B $GOLD -DMVRT_CUDA_ARCHS=$ARCH -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 log build
 cmake --build $B -j16 > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 P=$B/lib/libmvrt_backend_cuda.so
