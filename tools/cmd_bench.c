@@ -1,9 +1,27 @@
-/* placeholder: replaced by the implementation of 'mvrt bench' */
+/* mvrt bench: benchmarks that print ratios, not only times (bench/). */
 #include <stdio.h>
+#include <string.h>
+
+#include "bench/bench.h"
 #include "commands.h"
+
+static void bench_usage(FILE *to)
+{
+    fprintf(to,
+            "usage: mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype f32|f16|bf16]\n"
+            "  scan   selective scan forward + backward on the shared/ANCHORS.md shapes\n");
+}
+
 int mvrt_cmd_bench(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "mvrt bench: not built yet\n");
+    /* argv[0] is "bench" */
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        bench_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "scan"))
+        return mvrt_bench_scan(argc - 1, argv + 1);
+    fprintf(stderr, "mvrt bench: unknown benchmark '%s'\n", argv[1]);
+    bench_usage(stderr);
     return 2;
 }

@@ -430,6 +430,28 @@ static void fwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, int64_t b,
     }
 }
 
+/* Consecutive tasks handed to one thread at a time: enough chunks per
+ * thread for balance, long enough runs that prefetching the next task's
+ * first tile pays. Only scheduling depends on it, never a result. */
+static int64_t sched_chunk(int64_t ntask, int nt)
+{
+    int64_t c = ntask / (8 * (int64_t)nt);
+    return c < 1 ? 1 : c > 4 ? 4 : c;
+}
+
+/* Prefetches u, delta (and dout, z) of steps [t0, t0 + tn) of a block. */
+static void prefetch_block(const mvrt_scan_params_t *p, int64_t b, int64_t d0, int w, int64_t t0,
+                           int tn, int bwd)
+{
+    const int dt = p->input_dtype;
+    prefetch_tile(&p->u, dt, b, d0, w, t0, tn);
+    prefetch_tile(&p->delta, dt, b, d0, w, t0, tn);
+    if (p->z.data)
+        prefetch_tile(&p->z, dt, b, d0, w, t0, tn);
+    if (bwd)
+        prefetch_tile(&p->dout, dt, b, d0, w, t0, tn);
+}
+
 void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
 {
     const int64_t Bt = p->batch, Dm = p->dim, G = p->groups;
@@ -437,11 +459,12 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
     const int64_t cpg = Dm / G, nbg = (cpg + W - 1) / W;
     const int64_t ntask = Bt * G * nbg;
     const int nt = mvrt_cpu_scan_resolve_threads(num_threads);
+    const int64_t chunk = sched_chunk(ntask, nt);
     (void)nt;
 #ifdef _OPENMP
 /* Dynamic: tasks are coarse and independent of the thread count, so a
- * thread slowed by another process just takes fewer of them. */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && ntask > 1)
+ * thread slowed by another process just takes fewer chunks of them. */
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(nt) if (nt > 1 && ntask > 1)
 #endif
     for (int64_t task = 0; task < ntask; task++) {
         const int T = fwd_tile_steps(N);
@@ -456,6 +479,12 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
         s.U = U; s.V = V; s.DT = DT; s.DTU = DTU; s.Y = Y; s.Z = Z;
         s.h = h; s.Av = Av; s.Bv = Bv; s.Cv = Cv;
         s.Bs = Bs; s.Cs = Cs;
+        if ((task + 1) % chunk != 0 && task + 1 < ntask) { /* the next task is ours */
+            const int64_t nb = (task + 1) / (G * nbg), nr = (task + 1) % (G * nbg);
+            const int64_t nj = nr % nbg, nd0 = (nr / nbg) * cpg + nj * W;
+            prefetch_block(p, nb, nd0, (int)MVRT_MIN((int64_t)W, cpg - nj * W), 0,
+                           (int)MVRT_MIN((int64_t)T, p->seqlen), 0);
+        }
         const int64_t b = task / (G * nbg), r = task % (G * nbg), g = r / nbg, j = r % nbg;
         const int64_t d0 = g * cpg + j * W;
         fwd_block(p, &s, b, g, d0, (int)MVRT_MIN((int64_t)W, cpg - j * W));
@@ -464,13 +493,15 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
 
 /* ---- backward ------------------------------------------------------------ */
 
-/* Chunk length: the chunk's a_t and h_t (2 K N W floats) stay near 256 KB. */
+/* Chunk length: the chunk's a_t and h_t (2 K N W floats) stay within about
+ * 1 MB, i.e. in L2. Rows up to K steps skip pass 1 altogether (L = 196 and
+ * 49 of MambaVision up to N = 32). */
 static int bwd_chunk_steps(int N)
 {
-    int K = 32768 / (N * W);
+    int K = 131072 / (N * W);
     K -= K % W;
-    if (K > 256)
-        K = 256;
+    if (K > 1024)
+        K = 1024;
     if (K < W)
         K = W;
     return K;
@@ -710,6 +741,7 @@ void KFN(mvrt_cpu_scan_bwd)(const mvrt_scan_params_t *p, int num_threads)
     const int64_t cpg = Dm / G, nbg = (cpg + W - 1) / W;
     const int64_t S = bwd_slots(p, nbg);
     const int64_t ntask = Bt * G * S;
+    const int64_t chunk = sched_chunk(ntask, nt);
     const int dt = p->input_dtype;
 
 #ifdef _OPENMP
@@ -725,16 +757,33 @@ void KFN(mvrt_cpu_scan_bwd)(const mvrt_scan_params_t *p, int num_threads)
         /* Results do not depend on which thread runs a task (each task owns
          * its output slots; per-thread memory is scratch), so balance freely. */
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, chunk)
 #endif
         for (int64_t task = 0; task < ntask; task++) {
             const int64_t b = task / (G * S), r = task % (G * S), g = r / S, si = r % S;
             const int64_t j0 = si * nbg / S, j1 = (si + 1) * nbg / S;
             const size_t slot = (size_t)((b * G + g) * S + si) * (size_t)(N * L);
-            for (int64_t j = j0; j < j1; j++)
+            for (int64_t j = j0; j < j1; j++) {
+                /* the first chunk the next block needs is its last one */
+                int64_t nb = b, nj = j + 1, ng = g;
+                if (nj == j1) {
+                    nj = -1;
+                    if ((task + 1) % chunk != 0 && task + 1 < ntask) {
+                        nb = (task + 1) / (G * S);
+                        const int64_t nr = (task + 1) % (G * S), ns = nr % S;
+                        ng = nr / S;
+                        nj = ns * nbg / S;
+                    }
+                }
+                if (nj >= 0 && L > 0) {
+                    const int64_t K = s.K, lt0 = ((L - 1) / K) * K;
+                    prefetch_block(p, nb, ng * cpg + nj * W, (int)MVRT_MIN((int64_t)W, cpg - nj * W),
+                                   lt0, (int)(L - lt0), 1);
+                }
                 bwd_block(p, &s, &lo, b, g, g * cpg + j * W, (int)MVRT_MIN((int64_t)W, cpg - j * W),
                           j == j0, lo.slotB ? lo.slotB + slot : NULL,
                           lo.slotC ? lo.slotC + slot : NULL);
+            }
         }
         /* fixed-order reductions over the batch (implicit barrier above) */
 #ifdef _OPENMP
