@@ -313,10 +313,12 @@ int mvrt_gs_parse_config(const char *json, mvrt_gs_config_t *cfg, char *err, siz
     if (c.dim % c.groups != 0)
         return gs_err(err, errlen, "case config: dim %lld is not divisible by groups %lld",
                       (long long)c.dim, (long long)c.groups);
-    /* Keep host allocations of any single tensor reasonable (< 2^34 elements). */
-    if (c.batch * c.dim > ((int64_t)1 << 34) / c.seqlen ||
-        c.batch * c.groups * c.dstate > ((int64_t)1 << 34) / c.seqlen ||
-        c.dim * c.dstate > ((int64_t)1 << 34) || c.batch * c.dim * c.dstate > ((int64_t)1 << 34))
+    /* Keep any single tensor below 2^34 elements (products in double: the
+     * int64 products of values up to 2^40 could overflow). */
+    const double lim = 17179869184.0;
+    if ((double)c.batch * (double)c.dim * (double)c.seqlen > lim ||
+        (double)c.batch * (double)c.groups * (double)c.dstate * (double)c.seqlen > lim ||
+        (double)c.batch * (double)c.dim * (double)c.dstate > lim)
         return gs_err(err, errlen, "case config: sizes too large");
     *cfg = c;
     return 0;
