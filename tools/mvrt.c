@@ -12,7 +12,10 @@ static void print_usage(FILE *to)
             "\n"
             "usage:\n"
             "  mvrt info                          backends, devices, why unavailable\n"
-            "  mvrt check FILE [--backend NAME]   run a scan golden file, compare, PASS/FAIL\n"
+            "  mvrt check FILE [--backend NAME] [--dtype f32|f16|bf16] [--strided]\n"
+            "             [--threads N] [--verbose]\n"
+            "                                     run every case of a scan golden file forward\n"
+            "                                     and backward, compare, PASS/FAIL per case\n"
             "  mvrt bench scan [--backend NAME] [--threads LIST] [--quick]\n"
             "                                     time the scan on the ANCHORS.md shapes\n"
             "  mvrt --version | --help\n",
