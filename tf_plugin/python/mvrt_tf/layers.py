@@ -187,7 +187,8 @@ class MambaVisionBlock(_TorchNamedLayer):
         self.norm_eps = norm_eps
         self.seed = seed
         self._mixer_args = dict(d_state=d_state, d_conv=d_conv, expand=expand, dt_rank=dt_rank)
-        self.mixer = MambaVisionMixer(self.dim, seed=seed, name="mixer", **self._mixer_args)
+        self.mixer = MambaVisionMixer(self.dim, seed=seed, name="mixer", dtype=self.dtype_policy,
+                                      **self._mixer_args)
 
     def build(self, input_shape=None):
         d, hdn, seed = self.dim, self.hidden, self.seed
