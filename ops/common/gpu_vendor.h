@@ -30,6 +30,8 @@ typedef hipError_t mvrt_gpu_error_t;
 /* HIP shuffles take no mask; the whole wavefront takes part. */
 #define MVRT_SHFL_XOR(v, lanemask, width) __shfl_xor((v), (lanemask), (width))
 #define MVRT_SHFL(v, src, width) __shfl((v), (src), (width))
+/* Orders shared-memory accesses of the lanes of one wavefront. */
+#define MVRT_SYNCWARP() __builtin_amdgcn_wave_barrier()
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
 #else
@@ -50,6 +52,9 @@ typedef cudaError_t mvrt_gpu_error_t;
  * divergent code), so the full mask is right. */
 #define MVRT_SHFL_XOR(v, lanemask, width) __shfl_xor_sync(0xffffffffu, (v), (lanemask), (width))
 #define MVRT_SHFL(v, src, width) __shfl_sync(0xffffffffu, (v), (src), (width))
+/* Orders shared-memory accesses of the lanes of one warp (a shuffle already
+ * does in practice; this makes it explicit for the memory model and racecheck). */
+#define MVRT_SYNCWARP() __syncwarp()
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
 #endif
