@@ -378,17 +378,17 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
                                              const mvrt_scan_params_t *p)
 {
     (void)stream;
-    /* The workspace was sized for the thread count at query time; if
-     * set_num_threads changed it since, run with a count that fits. */
-    int threads = mvrt_cpu_threads(device);
-    while (threads > 1 && mvrt_cpu_scan_bwd_workspace_size(p, threads) > p->workspace_bytes)
-        threads--;
-    if (mvrt_cpu_scan_bwd_workspace_size(p, threads) > p->workspace_bytes)
+    /* The runtime sized the workspace for the thread count of its query; if
+     * set_num_threads raised it since, the kernel runs with as
+     * many threads as the workspace allows. Only a workspace too small even
+     * for one thread is an error (the kernel would silently do nothing). */
+    size_t one = mvrt_cpu_scan_bwd_workspace_size(p, 1);
+    if (!p->workspace || p->workspace_bytes < one)
         return CPU_ERROR(MVRT_ERR_INVALID_ARGUMENT,
                          "mvrt_selective_scan_bwd: workspace of %zu bytes is too small "
                          "(%zu needed with one thread)",
-                         p->workspace_bytes, mvrt_cpu_scan_bwd_workspace_size(p, 1));
-    mvrt_cpu_scan_bwd(p, threads);
+                         p->workspace_bytes, one);
+    mvrt_cpu_scan_bwd(p, mvrt_cpu_threads(device));
     return MVRT_OK;
 }
 

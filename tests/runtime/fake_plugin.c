@@ -121,7 +121,7 @@ static const mvrt_plugin_vtable_t vtable = {
     .abi_version = MVRT_PLUGIN_ABI_VERSION,
 #endif
 #if FAKE_MODE == FAKE_WRONG_NAME
-    .name = "hip",
+    .name = "cpu",
 #else
     .name = FAKE_NAME,
 #endif
