@@ -6,6 +6,10 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 SKIP = 77
 
+if os.environ.get("MVRT_TF_NOT_BUILT"):
+    print("SKIP: the TensorFlow op library was not built: %s" % os.environ["MVRT_TF_NOT_BUILT"])
+    sys.exit(SKIP)
+
 try:
     import pytest
 except ImportError:
