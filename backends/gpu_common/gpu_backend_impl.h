@@ -1,0 +1,577 @@
+/* The host side of a GPU backend plugin, written once for CUDA and HIP.
+ *
+ * Included (once) by backends/cuda/cuda_backend.c and backends/hip/hip_backend.c
+ * after gpu_host_api.h has mapped the neutral gpu* names to one vendor's
+ * runtime API and defined the vendor constants (MVRT_GPU_NAME, ...). The two
+ * runtimes have the same model (devices, streams, events, stream-ordered
+ * memory pools, graph capture), so one implementation serves both.
+ *
+ * The vendor runtime is linked statically for CUDA (only the driver is
+ * needed); without a driver or device every probe returns
+ * MVRT_ERR_UNAVAILABLE with the vendor's error name and text, never a crash.
+ *
+ * Threads: callers may use a device from any thread, so every entry that
+ * touches the GPU first makes the device current (gpuSetDevice is cheap).
+ *
+ * Memory: a per-device memory pool (release threshold: keep everything, so
+ * steady-state allocations never reach the driver). mem_alloc allocates on
+ * the default stream and waits for that stream, so that the block is usable
+ * on any stream at once; mem_free makes the default stream wait for every
+ * stream of the device (events) and frees there: work queued on any mvrt
+ * stream before the free completes before the memory is reused. Out of
+ * memory trims the pool and retries once, then reports
+ * MVRT_ERR_OUT_OF_MEMORY; the backend stays usable.
+ *
+ * Only the entry point is exported.
+ */
+#ifndef MVRT_GPU_NAME
+#error "include gpu_host_api.h (through a backend's source) before gpu_backend_impl.h"
+#endif
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mvrt_plugin.h"
+
+static const mvrt_host_api_t *mvrt_gpu_host;
+
+typedef struct mvrt_gpu_stream {
+    gpuStream_t s;
+    int owned;          /* 0: wrapped foreign stream, never destroyed */
+    gpuEvent_t fence;  /* used by mem_free to order the free after this stream */
+    struct mvrt_gpu_stream *next, *prev;
+} mvrt_gpu_stream_t;
+
+typedef struct mvrt_gpu_device {
+    int index;
+    gpuDeviceProp_t prop;
+    gpuMemPool_t pool;
+    mvrt_gpu_stream_t default_stream;
+    pthread_mutex_t lock;           /* guards the stream list */
+    mvrt_gpu_stream_t *streams;    /* created and wrapped streams */
+    mvrt_gpu_scan_tuning_t tuning;
+} mvrt_gpu_device_t;
+
+/* Maps a vendor error to a status and records "what: <error name>: text".
+ * Also clears the non-sticky last error so that the next call starts clean. */
+static mvrt_status_t mvrt_gpu_fail(gpuError_t e, const char *what)
+{
+    (void)gpuGetLastError();
+    mvrt_status_t st = MVRT_ERR_DEVICE;
+    switch (e) {
+    case gpuErrorMemoryAllocation: st = MVRT_ERR_OUT_OF_MEMORY; break;
+    MVRT_GPU_UNAVAILABLE_ERROR_CASES st = MVRT_ERR_UNAVAILABLE; break;
+    default: break;
+    }
+    return mvrt_gpu_host->set_error(st, MVRT_GPU_NAME ": %s: %s: %s", what, gpuGetErrorName(e),
+                                     gpuGetErrorString(e));
+}
+
+#define GPU_TRY(call, what)                                                  \
+    do {                                                                      \
+        gpuError_t mvrt_e_ = (call);                                         \
+        if (mvrt_e_ != gpuSuccess) return mvrt_gpu_fail(mvrt_e_, (what));   \
+    } while (0)
+
+static mvrt_status_t mvrt_gpu_enter(mvrt_gpu_device_t *d)
+{
+    GPU_TRY(gpuSetDevice(d->index), MVRT_GPU_API_PREFIX "SetDevice");
+    return MVRT_OK;
+}
+#define ENTER(d)                                                              \
+    do {                                                                      \
+        mvrt_status_t mvrt_st_ = mvrt_gpu_enter(d);                          \
+        if (mvrt_st_ != MVRT_OK) return mvrt_st_;                             \
+    } while (0)
+
+static gpuStream_t mvrt_gpu_native(void *stream)
+{
+    return ((mvrt_gpu_stream_t *)stream)->s;
+}
+
+/* ---- device ------------------------------------------------------------- */
+
+static mvrt_status_t mvrt_gpu_probe(int *out_count)
+{
+    int n = 0;
+    gpuError_t e = gpuGetDeviceCount(&n);
+    if (e != gpuSuccess) {
+        (void)gpuGetLastError();
+        return mvrt_gpu_host->set_error(MVRT_ERR_UNAVAILABLE,
+                                         MVRT_GPU_NAME ": " MVRT_GPU_NO_DEVICE_TEXT " (" MVRT_GPU_API_PREFIX "GetDeviceCount: %s: %s)",
+                                         gpuGetErrorName(e), gpuGetErrorString(e));
+    }
+    if (n <= 0)
+        return mvrt_gpu_host->set_error(MVRT_ERR_UNAVAILABLE, MVRT_GPU_NAME ": " MVRT_GPU_NO_DEVICE_TEXT " (the driver reports 0 devices)");
+    *out_count = n;
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
+{
+    int n = 0;
+    gpuError_t e = gpuGetDeviceCount(&n);
+    if (e != gpuSuccess) return mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "GetDeviceCount");
+    if (index < 0 || index >= n)
+        return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT,
+                                         MVRT_GPU_NAME ": device index %d does not exist (%d device(s))", index, n);
+    mvrt_gpu_device_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return mvrt_gpu_host->set_error(MVRT_ERR_OUT_OF_MEMORY, MVRT_GPU_NAME ": cannot allocate the device record");
+    d->index = index;
+    mvrt_status_t st = MVRT_OK;
+    if ((e = gpuSetDevice(index)) != gpuSuccess) { st = mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "SetDevice"); goto fail; }
+    if ((e = gpuGetDeviceProperties(&d->prop, index)) != gpuSuccess) {
+        st = mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "GetDeviceProperties");
+        goto fail;
+    }
+    {
+        gpuMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = gpuMemAllocationTypePinned;
+        props.handleTypes = gpuMemHandleTypeNone;
+        props.location.type = gpuMemLocationTypeDevice;
+        props.location.id = index;
+        if ((e = gpuMemPoolCreate(&d->pool, &props)) != gpuSuccess) {
+            st = mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "MemPoolCreate");
+            goto fail;
+        }
+        uint64_t keep = UINT64_MAX; /* cache freed blocks; trimmed on OOM */
+        if ((e = gpuMemPoolSetAttribute(d->pool, gpuMemPoolAttrReleaseThreshold, &keep)) != gpuSuccess) {
+            st = mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "MemPoolSetAttribute");
+            gpuMemPoolDestroy(d->pool);
+            goto fail;
+        }
+    }
+    if ((e = gpuStreamCreateWithFlags(&d->default_stream.s, gpuStreamNonBlocking)) != gpuSuccess) {
+        st = mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "StreamCreateWithFlags");
+        gpuMemPoolDestroy(d->pool);
+        goto fail;
+    }
+    d->default_stream.owned = 1;
+    if (pthread_mutex_init(&d->lock, NULL) != 0) {
+        gpuStreamDestroy(d->default_stream.s);
+        gpuMemPoolDestroy(d->pool);
+        st = mvrt_gpu_host->set_error(MVRT_ERR_INTERNAL, MVRT_GPU_NAME ": pthread_mutex_init failed");
+        goto fail;
+    }
+    {
+        int optin = 0;
+        if (gpuDeviceGetAttribute(&optin, gpuDevAttrMaxSharedMemoryPerBlockOptin, index) != gpuSuccess || optin <= 0)
+            optin = (int)d->prop.sharedMemPerBlock;
+        (void)gpuGetLastError();
+        d->tuning.smem_limit = (size_t)optin;
+        /* Benchmark knob: threads per channel row of the scan kernels. */
+        const char *tpr = getenv(MVRT_GPU_TPR_ENV);
+        d->tuning.tpr_override = 0;
+        if (tpr) {
+            int v = atoi(tpr);
+            if (v == 1 || v == 2 || v == 4 || v == 8 || v == 16 || v == 32) d->tuning.tpr_override = v;
+        }
+    }
+    *out_device = d;
+    return MVRT_OK;
+fail:
+    free(d);
+    return st;
+}
+
+static void mvrt_gpu_device_close(void *device)
+{
+    mvrt_gpu_device_t *d = device;
+    if (!d) return;
+    if (gpuSetDevice(d->index) == gpuSuccess) {
+        gpuStreamSynchronize(d->default_stream.s);
+        /* streams the user forgot: release ours, forget foreign ones */
+        mvrt_gpu_stream_t *s = d->streams;
+        while (s) {
+            mvrt_gpu_stream_t *next = s->next;
+            if (s->owned) gpuStreamDestroy(s->s);
+            if (s->fence) gpuEventDestroy(s->fence);
+            free(s);
+            s = next;
+        }
+        gpuStreamDestroy(d->default_stream.s);
+        gpuMemPoolDestroy(d->pool);
+    }
+    (void)gpuGetLastError();
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
+{
+    mvrt_gpu_device_t *d = device;
+    mvrt_device_info_t info;
+    memset(&info, 0, sizeof info);
+    snprintf(info.backend, sizeof info.backend, "%s", MVRT_GPU_NAME);
+    info.device_index = d->index;
+    snprintf(info.name, sizeof info.name, "%s", d->prop.name);
+    snprintf(info.vendor, sizeof info.vendor, "%s", MVRT_GPU_VENDOR);
+    info.total_memory = (uint64_t)d->prop.totalGlobalMem;
+    info.warp_width = d->prop.warpSize;
+    info.compute_units = d->prop.multiProcessorCount;
+    info.arch_major = d->prop.major;
+    info.arch_minor = d->prop.minor;
+    mvrt_gpu_arch_string(&d->prop, info.features, sizeof info.features);
+    *out = info;
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_set_num_threads(void *device, int n)
+{
+    (void)device;
+    (void)n;
+    return MVRT_OK;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static mvrt_status_t mvrt_gpu_mem_alloc(void *device, size_t bytes, void **out_ptr)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    void *p = NULL;
+    gpuError_t e = gpuMallocFromPoolAsync(&p, bytes, d->pool, d->default_stream.s);
+    if (e == gpuErrorMemoryAllocation) {
+        /* Give cached blocks back to the driver and try once more. */
+        (void)gpuGetLastError();
+        gpuStreamSynchronize(d->default_stream.s);
+        gpuMemPoolTrimTo(d->pool, 0);
+        (void)gpuGetLastError();
+        e = gpuMallocFromPoolAsync(&p, bytes, d->pool, d->default_stream.s);
+    }
+    if (e != gpuSuccess) {
+        (void)gpuGetLastError();
+        if (e == gpuErrorMemoryAllocation)
+            return mvrt_gpu_host->set_error(MVRT_ERR_OUT_OF_MEMORY,
+                                             MVRT_GPU_NAME ": out of device memory allocating %zu bytes on device %d: %s: %s",
+                                             bytes, d->index, gpuGetErrorName(e), gpuGetErrorString(e));
+        return mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "MallocFromPoolAsync");
+    }
+    /* The block may be reused from memory whose last use is still queued on
+     * the default stream: wait, so that it is usable on every stream. */
+    e = gpuStreamSynchronize(d->default_stream.s);
+    if (e != gpuSuccess) {
+        gpuFreeAsync(p, d->default_stream.s);
+        return mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "StreamSynchronize after allocation");
+    }
+    *out_ptr = p;
+    return MVRT_OK;
+}
+
+static void mvrt_gpu_mem_free(void *device, void *ptr)
+{
+    mvrt_gpu_device_t *d = device;
+    if (!ptr || gpuSetDevice(d->index) != gpuSuccess) {
+        (void)gpuGetLastError();
+        return;
+    }
+    /* Order the free after the work queued on every stream of the device. */
+    pthread_mutex_lock(&d->lock);
+    for (mvrt_gpu_stream_t *s = d->streams; s; s = s->next) {
+        gpuStreamCaptureStatus cs = gpuStreamCaptureStatusNone;
+        if (gpuStreamIsCapturing(s->s, &cs) != gpuSuccess || cs != gpuStreamCaptureStatusNone) continue;
+        if (gpuEventRecord(s->fence, s->s) == gpuSuccess)
+            gpuStreamWaitEvent(d->default_stream.s, s->fence, 0);
+    }
+    pthread_mutex_unlock(&d->lock);
+    gpuFreeAsync(ptr, d->default_stream.s);
+    (void)gpuGetLastError();
+}
+
+/* ---- streams ------------------------------------------------------------ */
+
+static void *mvrt_gpu_default_stream(void *device)
+{
+    return &((mvrt_gpu_device_t *)device)->default_stream;
+}
+
+static mvrt_status_t mvrt_gpu_stream_add(mvrt_gpu_device_t *d, gpuStream_t native, int owned, void **out)
+{
+    mvrt_gpu_stream_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        if (owned) gpuStreamDestroy(native);
+        return mvrt_gpu_host->set_error(MVRT_ERR_OUT_OF_MEMORY, MVRT_GPU_NAME ": cannot allocate a stream record");
+    }
+    gpuError_t e = gpuEventCreateWithFlags(&s->fence, gpuEventDisableTiming);
+    if (e != gpuSuccess) {
+        if (owned) gpuStreamDestroy(native);
+        free(s);
+        return mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "EventCreateWithFlags");
+    }
+    s->s = native;
+    s->owned = owned;
+    pthread_mutex_lock(&d->lock);
+    s->next = d->streams;
+    if (d->streams) d->streams->prev = s;
+    d->streams = s;
+    pthread_mutex_unlock(&d->lock);
+    *out = s;
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_stream_create(void *device, void **out_stream)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    gpuStream_t s;
+    GPU_TRY(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking), MVRT_GPU_API_PREFIX "StreamCreateWithFlags");
+    return mvrt_gpu_stream_add(d, s, 1, out_stream);
+}
+
+static mvrt_status_t mvrt_gpu_stream_wrap(void *device, void *native, void **out_stream)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    return mvrt_gpu_stream_add(d, (gpuStream_t)native, 0, out_stream);
+}
+
+static void mvrt_gpu_stream_destroy(void *device, void *stream)
+{
+    mvrt_gpu_device_t *d = device;
+    mvrt_gpu_stream_t *s = stream;
+    if (!s || s == &d->default_stream) return;
+    pthread_mutex_lock(&d->lock);
+    if (s->prev) s->prev->next = s->next; else d->streams = s->next;
+    if (s->next) s->next->prev = s->prev;
+    pthread_mutex_unlock(&d->lock);
+    if (gpuSetDevice(d->index) == gpuSuccess) {
+        /* gpuStreamDestroy lets queued work finish; so does the event */
+        if (s->owned) gpuStreamDestroy(s->s);
+        gpuEventDestroy(s->fence);
+    }
+    (void)gpuGetLastError();
+    free(s);
+}
+
+static mvrt_status_t mvrt_gpu_stream_synchronize(void *device, void *stream)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    GPU_TRY(gpuStreamSynchronize(mvrt_gpu_native(stream)), MVRT_GPU_API_PREFIX "StreamSynchronize");
+    return MVRT_OK;
+}
+
+static void *mvrt_gpu_stream_native(void *device, void *stream)
+{
+    (void)device;
+    return (void *)mvrt_gpu_native(stream);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static mvrt_status_t mvrt_gpu_event_create(void *device, void **out_event)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    gpuEvent_t ev;
+    GPU_TRY(gpuEventCreateWithFlags(&ev, gpuEventDefault), MVRT_GPU_API_PREFIX "EventCreate");
+    *out_event = (void *)ev;
+    return MVRT_OK;
+}
+
+static void mvrt_gpu_event_destroy(void *device, void *event)
+{
+    mvrt_gpu_device_t *d = device;
+    if (!event) return;
+    if (gpuSetDevice(d->index) == gpuSuccess) gpuEventDestroy((gpuEvent_t)event);
+    (void)gpuGetLastError();
+}
+
+static mvrt_status_t mvrt_gpu_event_record(void *device, void *event, void *stream)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    GPU_TRY(gpuEventRecord((gpuEvent_t)event, mvrt_gpu_native(stream)), MVRT_GPU_API_PREFIX "EventRecord");
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_stream_wait_event(void *device, void *stream, void *event)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    GPU_TRY(gpuStreamWaitEvent(mvrt_gpu_native(stream), (gpuEvent_t)event, 0), MVRT_GPU_API_PREFIX "StreamWaitEvent");
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_event_synchronize(void *device, void *event)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    GPU_TRY(gpuEventSynchronize((gpuEvent_t)event), MVRT_GPU_API_PREFIX "EventSynchronize");
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_event_elapsed_ms(void *device, void *start, void *end, float *out_ms)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    float ms = 0.f;
+    GPU_TRY(gpuEventElapsedTime(&ms, (gpuEvent_t)start, (gpuEvent_t)end), MVRT_GPU_API_PREFIX "EventElapsedTime");
+    *out_ms = ms;
+    return MVRT_OK;
+}
+
+/* ---- copies and fill ---------------------------------------------------- */
+
+static mvrt_status_t mvrt_gpu_copy(void *device, void *stream, void *dst, const void *src, size_t n,
+                                    gpuMemcpyKind kind, const char *what)
+{
+    mvrt_gpu_device_t *d = device;
+    if (n == 0) return MVRT_OK;
+    ENTER(d);
+    GPU_TRY(gpuMemcpyAsync(dst, src, n, kind, mvrt_gpu_native(stream)), what);
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_copy_h2d(void *device, void *stream, void *dst, const void *src, size_t n)
+{
+    return mvrt_gpu_copy(device, stream, dst, src, n, gpuMemcpyHostToDevice, MVRT_GPU_API_PREFIX "MemcpyAsync (host to device)");
+}
+static mvrt_status_t mvrt_gpu_copy_d2h(void *device, void *stream, void *dst, const void *src, size_t n)
+{
+    return mvrt_gpu_copy(device, stream, dst, src, n, gpuMemcpyDeviceToHost, MVRT_GPU_API_PREFIX "MemcpyAsync (device to host)");
+}
+static mvrt_status_t mvrt_gpu_copy_d2d(void *device, void *stream, void *dst, const void *src, size_t n)
+{
+    return mvrt_gpu_copy(device, stream, dst, src, n, gpuMemcpyDeviceToDevice,
+                          MVRT_GPU_API_PREFIX "MemcpyAsync (device to device)");
+}
+
+static mvrt_status_t mvrt_gpu_fill(void *device, void *stream, void *dst, size_t bytes, const void *pattern,
+                                    size_t pattern_size)
+{
+    mvrt_gpu_device_t *d = device;
+    if (bytes == 0) return MVRT_OK;
+    if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4)
+        return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT, MVRT_GPU_NAME ": fill pattern size %zu (1, 2 or 4)",
+                                         pattern_size);
+    ENTER(d);
+    GPU_TRY(mvrt_gpu_fill_pattern(dst, bytes, pattern, pattern_size, mvrt_gpu_native(stream)), "fill");
+    return MVRT_OK;
+}
+
+/* ---- selective scan ----------------------------------------------------- */
+
+static mvrt_status_t mvrt_gpu_scan_fwd_entry(void *device, void *stream, const mvrt_scan_params_t *p)
+{
+    mvrt_gpu_device_t *d = device;
+    if (p->batch == 0 || p->dim == 0 || p->seqlen == 0) return MVRT_OK;
+    ENTER(d);
+    GPU_TRY(mvrt_gpu_scan_fwd(p, &d->tuning, mvrt_gpu_native(stream)), "selective scan forward launch");
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_scan_bwd_workspace_entry(void *device, const mvrt_scan_params_t *p,
+                                                        size_t *out_bytes)
+{
+    mvrt_gpu_device_t *d = device;
+    *out_bytes = mvrt_gpu_scan_bwd_workspace(p, &d->tuning);
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_scan_bwd_entry(void *device, void *stream, const mvrt_scan_params_t *p)
+{
+    mvrt_gpu_device_t *d = device;
+    if (p->batch == 0 || p->dim == 0 || p->seqlen == 0) return MVRT_OK;
+    size_t need = mvrt_gpu_scan_bwd_workspace(p, &d->tuning);
+    if (p->workspace_bytes < need || (need > 0 && !p->workspace))
+        return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT,
+                                         MVRT_GPU_NAME ": scan backward workspace of %zu bytes is too small (needs %zu)",
+                                         p->workspace_bytes, need);
+    ENTER(d);
+    GPU_TRY(mvrt_gpu_scan_bwd(p, &d->tuning, mvrt_gpu_native(stream)), "selective scan backward launch");
+    return MVRT_OK;
+}
+
+/* ---- graphs ------------------------------------------------------------- */
+
+static mvrt_status_t mvrt_gpu_graph_capture_begin(void *device, void *stream)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    GPU_TRY(gpuStreamBeginCapture(mvrt_gpu_native(stream), gpuStreamCaptureModeThreadLocal),
+             MVRT_GPU_API_PREFIX "StreamBeginCapture");
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_graph_capture_end(void *device, void *stream, void **out_graph)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    gpuGraph_t g = NULL;
+    GPU_TRY(gpuStreamEndCapture(mvrt_gpu_native(stream), &g), MVRT_GPU_API_PREFIX "StreamEndCapture");
+    gpuGraphExec_t exec = NULL;
+    gpuError_t e = gpuGraphInstantiateSimple(&exec, g);
+    gpuGraphDestroy(g);
+    if (e != gpuSuccess) return mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "GraphInstantiate");
+    *out_graph = (void *)exec;
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_graph_launch(void *device, void *graph, void *stream)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    GPU_TRY(gpuGraphLaunch((gpuGraphExec_t)graph, mvrt_gpu_native(stream)), MVRT_GPU_API_PREFIX "GraphLaunch");
+    return MVRT_OK;
+}
+
+static void mvrt_gpu_graph_destroy(void *device, void *graph)
+{
+    mvrt_gpu_device_t *d = device;
+    if (!graph) return;
+    if (gpuSetDevice(d->index) == gpuSuccess) gpuGraphExecDestroy((gpuGraphExec_t)graph);
+    (void)gpuGetLastError();
+}
+
+/* ---- entry point -------------------------------------------------------- */
+
+static const mvrt_plugin_vtable_t mvrt_gpu_vtable = {
+    .abi_version = MVRT_PLUGIN_ABI_VERSION,
+    .name = MVRT_GPU_NAME,
+    .priority = MVRT_GPU_PRIORITY,
+    .probe = mvrt_gpu_probe,
+    .device_open = mvrt_gpu_device_open,
+    .device_close = mvrt_gpu_device_close,
+    .device_info = mvrt_gpu_device_info,
+    .set_num_threads = mvrt_gpu_set_num_threads,
+    .mem_alloc = mvrt_gpu_mem_alloc,
+    .mem_free = mvrt_gpu_mem_free,
+    .default_stream = mvrt_gpu_default_stream,
+    .stream_create = mvrt_gpu_stream_create,
+    .stream_wrap = mvrt_gpu_stream_wrap,
+    .stream_destroy = mvrt_gpu_stream_destroy,
+    .stream_synchronize = mvrt_gpu_stream_synchronize,
+    .stream_native = mvrt_gpu_stream_native,
+    .event_create = mvrt_gpu_event_create,
+    .event_destroy = mvrt_gpu_event_destroy,
+    .event_record = mvrt_gpu_event_record,
+    .stream_wait_event = mvrt_gpu_stream_wait_event,
+    .event_synchronize = mvrt_gpu_event_synchronize,
+    .event_elapsed_ms = mvrt_gpu_event_elapsed_ms,
+    .copy_h2d = mvrt_gpu_copy_h2d,
+    .copy_d2h = mvrt_gpu_copy_d2h,
+    .copy_d2d = mvrt_gpu_copy_d2d,
+    .fill = mvrt_gpu_fill,
+    .scan_fwd = mvrt_gpu_scan_fwd_entry,
+    .scan_bwd_workspace_size = mvrt_gpu_scan_bwd_workspace_entry,
+    .scan_bwd = mvrt_gpu_scan_bwd_entry,
+    .graph_capture_begin = mvrt_gpu_graph_capture_begin,
+    .graph_capture_end = mvrt_gpu_graph_capture_end,
+    .graph_launch = mvrt_gpu_graph_launch,
+    .graph_destroy = mvrt_gpu_graph_destroy,
+};
+
+__attribute__((visibility("default"))) const mvrt_plugin_vtable_t *
+mvrt_backend_plugin_entry_v1(const mvrt_host_api_t *host, uint32_t runtime_abi_version)
+{
+    if (!host || !host->set_error || runtime_abi_version != MVRT_PLUGIN_ABI_VERSION)
+        return NULL;
+    mvrt_gpu_host = host;
+    return &mvrt_gpu_vtable;
+}
