@@ -209,9 +209,9 @@ struct BackendSlot {
 };
 
 absl::Status MapStatus(mvrt_status_t st, const std::string &what) {
+  if (st == MVRT_OK) return absl::OkStatus();
   const std::string msg = what + ": " + mvrt_status_string(st) + ": " + mvrt_last_error();
   switch (st) {
-    case MVRT_OK: return absl::OkStatus();
     case MVRT_ERR_INVALID_ARGUMENT: return errors::InvalidArgument(msg);
     case MVRT_ERR_UNAVAILABLE: return errors::Unavailable(msg);
     case MVRT_ERR_OUT_OF_MEMORY: return errors::ResourceExhausted(msg);

@@ -121,3 +121,10 @@ def test_empty_batch_and_length():
                                        x["B"][..., :0], x["C"][..., :0], return_last_state=True)
     assert out.shape == (B, D, 0)
     np.testing.assert_array_equal(last.numpy(), np.zeros((B, D, N), f32))
+
+
+def test_python_lists_take_the_expected_dtypes():
+    x = good(np.float64)
+    out = mvrt_tf.selective_scan(x["u"], x["delta"], [[-1.0] * N] * D, x["B"], x["C"],
+                                 D=[1.0] * D, delta_bias=[0.0] * D)
+    assert out.dtype == tf.float64

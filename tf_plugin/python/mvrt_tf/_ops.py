@@ -49,9 +49,13 @@ def _weight_dtype(dtype):
     return tf.float64 if dtype == tf.float64 else tf.float32
 
 
-def _as_tensor(x, name):
+def _as_tensor(x, name, dtype_hint=None):
+    # the hint only serves Python numbers/lists: anything with a dtype
+    # (tensors, variables, numpy arrays) keeps it, and is checked by the caller
+    if hasattr(x, "dtype"):
+        dtype_hint = None
     try:
-        return tf.convert_to_tensor(x, name=name)
+        return tf.convert_to_tensor(x, dtype_hint=dtype_hint, name=name)
     except (TypeError, ValueError) as e:
         raise _invalid("%s: cannot be converted to a tensor: %s" % (name, e)) from None
 
@@ -80,16 +84,16 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     supported and is ignored (as in mamba_ssm). Bad input raises
     tf.errors.InvalidArgumentError naming the input.
     """
-    u = _as_tensor(u, "u")
-    delta = _as_tensor(delta, "delta")
-    A = _as_tensor(A, "A")
-    B = _as_tensor(B, "B")
-    C = _as_tensor(C, "C")
+    u = _as_tensor(u, "u", tf.float32)
     if u.dtype not in _INPUT_DTYPES:
         raise _invalid("u must be float32, float16 or bfloat16 (float64 for gradient checks on "
                        "CPU), got %s" % u.dtype.name)
     T = u.dtype
     Tw = _weight_dtype(T)
+    delta = _as_tensor(delta, "delta", T)
+    A = _as_tensor(A, "A", Tw)
+    B = _as_tensor(B, "B", T)
+    C = _as_tensor(C, "C", T)
     _check_dtype(delta, "delta", T, "the type of u")
     _check_dtype(A, "A", Tw, "the state type")
     for name, t in (("B", B), ("C", C)):
@@ -103,7 +107,7 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     def optional(x, name, dtype):
         if x is None:
             return tf.zeros([0], dtype), False
-        x = _as_tensor(x, name)
+        x = _as_tensor(x, name, dtype)
         _check_dtype(x, name, dtype, "the type of u" if dtype == T and T != Tw
                      else "the state type")
         return x, True
