@@ -1,12 +1,64 @@
 /* CUDA instantiation of the one GPU kernel source of the selective scan
  * (ops/selective_scan/selective_scan_gpu.cuh) and of the fill kernel, behind
- * a small C interface used by the plugin's C code (backend_cuda.c). */
+ * a small C interface used by the plugin's C code (backend_cuda.c).
+ *
+ * Path choice: the row kernels (one thread per channel row, N <= 16,
+ * variable B and C) wherever they apply, the general kernels otherwise.
+ * Tuning knobs read once from the environment (benchmarks compare variants):
+ *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
+ *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels
+ *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the row kernels
+ * A thread-per-row override (tuning->tpr_override) also selects the general
+ * kernels, whose layouts it describes. */
 #include "scan_cuda.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ops/selective_scan/selective_scan_gpu.cuh"
 
 using namespace mvrt_scan_gpu;
+
+namespace {
+struct knobs {
+    int force_general;
+    int rows_max;
+    int t_fwd;
+};
+const knobs &get_knobs()
+{
+    static knobs k = [] {
+        knobs v;
+        const char *s = getenv("MVRT_CUDA_SCAN_PATH");
+        v.force_general = s && strcmp(s, "general") == 0;
+        s = getenv("MVRT_CUDA_SCAN_ROWS");
+        v.rows_max = s ? atoi(s) : 0;
+        s = getenv("MVRT_CUDA_SCAN_T");
+        v.t_fwd = s ? atoi(s) : 0;
+        return v;
+    }();
+    return k;
+}
+int sm_count()
+{
+    static int cache[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) dev = 0;
+    if (dev < 64 && cache[dev] > 0) return cache[dev];
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 80;
+    if (dev < 64) cache[dev] = n;
+    return n;
+}
+bool use_row(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t)
+{
+    return !get_knobs().force_general && t->tpr_override == 0 && row_path_supported(*p);
+}
+row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t)
+{
+    const knobs &kn = get_knobs();
+    return make_row_config(*p, bwd != 0, t->smem_limit, MVRT_WARP_SIZE, sm_count(), kn.rows_max, kn.t_fwd);
+}
+} // namespace
 
 static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t)
 {
@@ -16,6 +68,18 @@ static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan
 extern "C" cudaError_t mvrt_cuda_scan_fwd(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t,
                                           cudaStream_t s)
 {
+    if (use_row(p, t)) {
+        const row_config c = row_cfg_for(p, 0, t);
+        if (c.smem <= t->smem_limit) {
+            const kparams k = make_row_kparams(*p, c);
+            switch (p->input_dtype) {
+            case MVRT_SCAN_F32: return launch_fwd_row_typed<float>(k, c, s);
+            case MVRT_SCAN_F16: return launch_fwd_row_typed<mvrt_gpu_half>(k, c, s);
+            case MVRT_SCAN_BF16: return launch_fwd_row_typed<mvrt_gpu_bf16>(k, c, s);
+            default: return cudaErrorInvalidValue;
+            }
+        }
+    }
     const config c = cfg_for(p, 0, t);
     if (c.smem > t->smem_limit) return cudaErrorInvalidConfiguration;
     const kparams k = make_kparams(*p, c);
@@ -29,6 +93,10 @@ extern "C" cudaError_t mvrt_cuda_scan_fwd(const mvrt_scan_params_t *p, const mvr
 
 extern "C" size_t mvrt_cuda_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t)
 {
+    if (use_row(p, t)) {
+        const row_config c = row_cfg_for(p, 1, t);
+        if (c.smem <= t->smem_limit) return make_row_ws_layout(*p, c).total;
+    }
     const config c = cfg_for(p, 1, t);
     return make_ws_layout(*p, c).total;
 }
@@ -36,12 +104,29 @@ extern "C" size_t mvrt_cuda_scan_bwd_workspace(const mvrt_scan_params_t *p, cons
 extern "C" cudaError_t mvrt_cuda_scan_bwd(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t,
                                           cudaStream_t s)
 {
+    char *ws = (char *)p->workspace;
+    if (use_row(p, t)) {
+        const row_config c = row_cfg_for(p, 1, t);
+        if (c.smem <= t->smem_limit) {
+            const ws_layout w = make_row_ws_layout(*p, c);
+            if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return cudaErrorInvalidValue;
+            kparams k = make_row_kparams(*p, c);
+            k.ws_state = (float *)(ws + w.state_off);
+            k.ws_row = (float *)(ws + w.row_off);
+            k.ws_bc = w.bc_off < w.total ? (float *)(ws + w.bc_off) : NULL;
+            switch (p->input_dtype) {
+            case MVRT_SCAN_F32: return launch_bwd_row_typed<float>(k, c, s);
+            case MVRT_SCAN_F16: return launch_bwd_row_typed<mvrt_gpu_half>(k, c, s);
+            case MVRT_SCAN_BF16: return launch_bwd_row_typed<mvrt_gpu_bf16>(k, c, s);
+            default: return cudaErrorInvalidValue;
+            }
+        }
+    }
     const config c = cfg_for(p, 1, t);
     if (c.smem > t->smem_limit) return cudaErrorInvalidConfiguration;
     const ws_layout w = make_ws_layout(*p, c);
     if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return cudaErrorInvalidValue;
     kparams k = make_kparams(*p, c);
-    char *ws = (char *)p->workspace;
     k.nsub = (int)w.nsub;
     k.ws_state = (float *)(ws + w.state_off);
     k.ws_row = (float *)(ws + w.row_off);
@@ -57,9 +142,17 @@ extern "C" cudaError_t mvrt_cuda_scan_bwd(const mvrt_scan_params_t *p, const mvr
 extern "C" void mvrt_cuda_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t,
                                         char *buf, size_t n)
 {
+    if (use_row(p, t)) {
+        const row_config c = row_cfg_for(p, bwd, t);
+        if (c.smem <= t->smem_limit) {
+            snprintf(buf, n, "row ns=%d T=%d TB=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T, c.TB, c.ch,
+                     c.ntiles, c.threads, c.smem);
+            return;
+        }
+    }
     const config c = cfg_for(p, bwd, t);
-    snprintf(buf, n, "npt=%d tpr=%d tb=%d ch=%d ntiles=%d threads=%d ts=%d smem=%zu", c.npt, c.tpr, c.tb, c.ch,
-             c.ntiles, c.threads, c.ts, c.smem);
+    snprintf(buf, n, "general npt=%d tpr=%d tb=%d ch=%d ntiles=%d threads=%d ts=%d smem=%zu", c.npt, c.tpr, c.tb,
+             c.ch, c.ntiles, c.threads, c.ts, c.smem);
 }
 
 extern "C" cudaError_t mvrt_cuda_fill_pattern(void *dst, size_t bytes, const void *pattern, size_t psize,

@@ -59,6 +59,44 @@ static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { re
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
 #endif
 
+/* Fast special functions of the hardware unit (about 2 ulp, flush-to-zero):
+ * the scan's per-step exponentials go through these, never through the
+ * accurate multi-instruction libm versions. */
+#if defined(MVRT_GPU_HIP)
+static __device__ __forceinline__ float mvrt_fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
+static __device__ __forceinline__ float mvrt_fast_log2(float x) { return __builtin_amdgcn_logf(x); }
+static __device__ __forceinline__ float mvrt_fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
+#else
+static __device__ __forceinline__ float mvrt_fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+static __device__ __forceinline__ float mvrt_fast_log2(float x)
+{
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+static __device__ __forceinline__ float mvrt_fast_rcp(float x)
+{
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#endif
+
+/* Makes a 64-bit value opaque to the optimizer (so that it cannot hoist many
+ * products of it out of a loop and keep them live in registers). */
+#if defined(MVRT_GPU_HIP)
+#define MVRT_OPAQUE64(x) ((void)0)
+#define MVRT_OPAQUE32(x) ((void)0)
+#else
+#define MVRT_OPAQUE64(x) asm("" : "+l"(x))
+#define MVRT_OPAQUE32(x) asm("" : "+r"(x))
+#endif
+
 static __device__ __forceinline__ float mvrt_half_to_float(mvrt_gpu_half x) { return __half2float(x); }
 static __device__ __forceinline__ mvrt_gpu_half mvrt_float_to_half(float x) { return __float2half(x); }
 

@@ -106,14 +106,29 @@ int main(int argc, char **argv)
     vt->mem_free(dev, cp.u.data);
     vt->mem_free(dev, cp.out.data);
     const char *tpr = getenv("MVRT_CUDA_SCAN_TPR");
-    printf("device %s (%s), copy roofline %.0f GB/s, TPR override %s\n", info.name, info.features, copy_gbs,
-           tpr ? tpr : "auto");
+    const char *path = getenv("MVRT_CUDA_SCAN_PATH");
+    const char *rmax = getenv("MVRT_CUDA_SCAN_ROWS");
+    printf("device %s (%s), copy roofline %.0f GB/s, TPR override %s, path %s, rows/block %s\n", info.name,
+           info.features, copy_gbs, tpr ? tpr : "auto", path ? path : "auto", rmax ? rmax : "auto");
     printf("%-22s %-5s %9s %8s %6s %7s | %9s %8s %6s %7s\n", "case", "dtype", "fwd ms", "GB/s", "%roof", "x ref",
            "bwd ms", "GB/s", "%roof", "x ref");
 
     const int dts[3] = {MVRT_SCAN_F32, MVRT_SCAN_F16, MVRT_SCAN_BF16};
+    /* MVRT_BENCH_ROWS="0,1,5": only those rows (variant sweeps stay short) */
+    const char *only = getenv("MVRT_BENCH_ROWS");
     for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
         const row_t *r = &rows[ri];
+        if (only) {
+            int want = 0;
+            for (const char *q = only; *q;) {
+                char *end;
+                long v = strtol(q, &end, 10);
+                if (end == q) { q++; continue; }
+                if (v == (long)ri) want = 1;
+                q = end;
+            }
+            if (!want) continue;
+        }
         for (int di = 0; di < 3; di++) {
             int dt = dts[di];
             if (strcmp(which, "all") != 0 && strcmp(which, tu_dtype_name(dt)) != 0) continue;
