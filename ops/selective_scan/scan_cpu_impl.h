@@ -237,15 +237,16 @@ MVRT_SI void fwd_states(const int NC, const int bvar, const int cvar, const int 
         const float *bs_ = (bvar) ? s->Bs + (size_t)n0 * s->K : NULL;                        \
         const float *cs_ = (cvar) ? s->Cs + (size_t)n0 * s->K : NULL;                        \
         vf *ha_ = (hist) ? s->HA + n0 : NULL, *hh_ = (hist) ? s->HH + n0 : NULL;             \
+        const vf *bv_ = (bvar) ? NULL : s->Bv + n0, *cv_ = (cvar) ? NULL : s->Cv + n0;       \
         switch (nc) {                                                                        \
         case 8: fwd_states(8, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, s->Bv + n0, cs_, s->Cv + n0, ha_, hh_, N); break; \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
         case 4: fwd_states(4, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, s->Bv + n0, cs_, s->Cv + n0, ha_, hh_, N); break; \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
         case 2: fwd_states(2, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, s->Bv + n0, cs_, s->Cv + n0, ha_, hh_, N); break; \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
         default: fwd_states(1, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,       \
-                            s->Av + n0, s->h + n0, bs_, s->Bv + n0, cs_, s->Cv + n0, ha_, hh_, N); break; \
+                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
         }                                                                                    \
         n0 += nc;                                                                            \
     }
@@ -359,8 +360,9 @@ MVRT_SI void bwd_states(const int NC, const int bvar, const int cvar, int tn, in
 #define MVRT_BWD_CALL(NC, bvar, cvar)                                                            \
     bwd_states(NC, bvar, cvar, tn, s->K, n0 == 0, s->G, s->DT, s->DTU, s->S1, s->S2, s->Av + n0, \
                s->carry + n0, s->dA + n0, s->dBc + n0, s->dCc + n0,                              \
-               (bvar) ? s->Bs + (size_t)n0 * s->K : NULL, s->Bv + n0,                            \
-               (cvar) ? s->Cs + (size_t)n0 * s->K : NULL, s->Cv + n0, s->HA + n0, s->HH + n0,    \
+               (bvar) ? s->Bs + (size_t)n0 * s->K : NULL, (bvar) ? NULL : s->Bv + n0,            \
+               (cvar) ? s->Cs + (size_t)n0 * s->K : NULL, (cvar) ? NULL : s->Cv + n0,            \
+               s->HA + n0, s->HH + n0,                                                           \
                s->hs + n0, N)
 
 #define MVRT_DEF_BWD_VARIANT(name, bvar, cvar)                                 \
@@ -469,8 +471,9 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
     for (int64_t task = 0; task < ntask; task++) {
         const int T = fwd_tile_steps(N);
         const int nbs = p->b_variable ? N * T : 1, ncs = p->c_variable ? N * T : 1;
+        /* Stack scratch, at most ~70 KB (N = 256): no allocation per call. */
         vf U[T], V[T], DT[T], DTU[T], Y[T], Z[T];
-        vf h[N], Av[N], Bv[N], Cv[N];
+        vf h[N], Av[N], Bv[p->b_variable ? 1 : N], Cv[p->c_variable ? 1 : N];
         float Bs[nbs], Cs[ncs];
         scan_scratch_t s;
         memset(&s, 0, sizeof s);
