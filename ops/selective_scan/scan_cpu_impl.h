@@ -36,6 +36,8 @@
 /* Scratch of one block; points into the stack (forward) or the workspace. */
 typedef struct scan_scratch {
     int N, K;                    /* states; tile capacity in steps */
+    int ldbc;                    /* row pitch of Bs/Cs: K + 16, so that the N
+                                  * rows read together do not alias in L1 */
     vf *U, *V, *DT, *DTU, *Y, *Z, *G, *S1, *S2; /* K vectors each */
     float *Bs, *Cs;              /* N x K (variable B / C) */
     vf *h, *hs, *Av, *Bv, *Cv;   /* N vectors each */
@@ -187,9 +189,9 @@ static void prep_tile(const mvrt_scan_params_t *p, scan_scratch_t *s, int64_t b,
             s->Y[t] = Dv * s->U[t];
     }
     if (p->b_variable)
-        load_bc_tile(s->Bs, s->K, &p->B, dt, b, g, s->N, t0, tn);
+        load_bc_tile(s->Bs, s->ldbc, &p->B, dt, b, g, s->N, t0, tn);
     if (p->c_variable && need_c)
-        load_bc_tile(s->Cs, s->K, &p->C, dt, b, g, s->N, t0, tn);
+        load_bc_tile(s->Cs, s->ldbc, &p->C, dt, b, g, s->N, t0, tn);
 }
 
 /* ---- the recurrences ----------------------------------------------------- */
@@ -234,18 +236,18 @@ MVRT_SI void fwd_states(const int NC, const int bvar, const int cvar, const int 
     for (int n0 = 0; n0 < N;) {                                                              \
         int rem = N - n0;                                                                    \
         int nc = rem >= 8 ? 8 : rem >= 4 ? 4 : rem >= 2 ? 2 : 1;                             \
-        const float *bs_ = (bvar) ? s->Bs + (size_t)n0 * s->K : NULL;                        \
-        const float *cs_ = (cvar) ? s->Cs + (size_t)n0 * s->K : NULL;                        \
+        const float *bs_ = (bvar) ? s->Bs + (size_t)n0 * s->ldbc : NULL;                        \
+        const float *cs_ = (cvar) ? s->Cs + (size_t)n0 * s->ldbc : NULL;                        \
         vf *ha_ = (hist) ? s->HA + n0 : NULL, *hh_ = (hist) ? s->HH + n0 : NULL;             \
         const vf *bv_ = (bvar) ? NULL : s->Bv + n0, *cv_ = (cvar) ? NULL : s->Cv + n0;       \
         switch (nc) {                                                                        \
-        case 8: fwd_states(8, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,        \
+        case 8: fwd_states(8, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
-        case 4: fwd_states(4, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,        \
+        case 4: fwd_states(4, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
-        case 2: fwd_states(2, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,        \
+        case 2: fwd_states(2, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
-        default: fwd_states(1, bvar, cvar, want_y, hist, tn, s->K, s->DT, s->DTU, s->Y,       \
+        default: fwd_states(1, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,       \
                             s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
         }                                                                                    \
         n0 += nc;                                                                            \
@@ -358,10 +360,10 @@ MVRT_SI void bwd_states(const int NC, const int bvar, const int cvar, int tn, in
 }
 
 #define MVRT_BWD_CALL(NC, bvar, cvar)                                                            \
-    bwd_states(NC, bvar, cvar, tn, s->K, n0 == 0, s->G, s->DT, s->DTU, s->S1, s->S2, s->Av + n0, \
+    bwd_states(NC, bvar, cvar, tn, s->ldbc, n0 == 0, s->G, s->DT, s->DTU, s->S1, s->S2, s->Av + n0, \
                s->carry + n0, s->dA + n0, s->dBc + n0, s->dCc + n0,                              \
-               (bvar) ? s->Bs + (size_t)n0 * s->K : NULL, (bvar) ? NULL : s->Bv + n0,            \
-               (cvar) ? s->Cs + (size_t)n0 * s->K : NULL, (cvar) ? NULL : s->Cv + n0,            \
+               (bvar) ? s->Bs + (size_t)n0 * s->ldbc : NULL, (bvar) ? NULL : s->Bv + n0,            \
+               (cvar) ? s->Cs + (size_t)n0 * s->ldbc : NULL, (cvar) ? NULL : s->Cv + n0,            \
                s->HA + n0, s->HH + n0,                                                           \
                s->hs + n0, N)
 
@@ -470,7 +472,7 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
 #endif
     for (int64_t task = 0; task < ntask; task++) {
         const int T = fwd_tile_steps(N);
-        const int nbs = p->b_variable ? N * T : 1, ncs = p->c_variable ? N * T : 1;
+        const int nbs = p->b_variable ? N * (T + 16) : 1, ncs = p->c_variable ? N * (T + 16) : 1;
         /* Stack scratch, at most ~70 KB (N = 256): no allocation per call. */
         vf U[T], V[T], DT[T], DTU[T], Y[T], Z[T];
         vf h[N], Av[N], Bv[p->b_variable ? 1 : N], Cv[p->c_variable ? 1 : N];
@@ -479,6 +481,7 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
         memset(&s, 0, sizeof s);
         s.N = N;
         s.K = T;
+        s.ldbc = T + 16;
         s.U = U; s.V = V; s.DT = DT; s.DTU = DTU; s.Y = Y; s.Z = Z;
         s.h = h; s.Av = Av; s.Bv = Bv; s.Cv = Cv;
         s.Bs = Bs; s.Cs = Cs;
@@ -563,7 +566,7 @@ static void bwd_plan(const mvrt_scan_params_t *p, char *base, int nt, bwd_layout
     lo->threads = base ? base + off : NULL;
     const size_t vb = W * 4;
     lo->per_thread = al64(9 * K * vb) + al64(2 * K * N * vb) + al64(9 * N * vb) +
-                     al64((nch ? nch : 1) * N * vb) + 2 * al64(N * K * 4);
+                     al64((nch ? nch : 1) * N * vb) + 2 * al64(N * (K + 16) * 4);
     lo->total = off + (size_t)nt * lo->per_thread;
 #undef MVRT_TAKE
 }
@@ -577,6 +580,7 @@ static void bwd_scratch(const mvrt_scan_params_t *p, const bwd_layout_t *lo, int
     memset(s, 0, sizeof *s);
     s->N = (int)N;
     s->K = (int)K;
+    s->ldbc = (int)K + 16;
     vf *v = (vf *)c;
     s->U = v; s->V = v + K; s->DT = v + 2 * K; s->DTU = v + 3 * K; s->Y = v + 4 * K;
     s->Z = v + 5 * K; s->G = v + 6 * K; s->S1 = v + 7 * K; s->S2 = v + 8 * K;
@@ -591,7 +595,7 @@ static void bwd_scratch(const mvrt_scan_params_t *p, const bwd_layout_t *lo, int
     s->ckpt = (vf *)c;
     c += al64((nch ? nch : 1) * N * sizeof(vf));
     s->Bs = (float *)c;
-    c += al64(N * K * 4);
+    c += al64(N * (K + 16) * 4);
     s->Cs = (float *)c;
 }
 
