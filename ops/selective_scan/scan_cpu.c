@@ -1,6 +1,9 @@
 /* Run-time choice of the CPU scan kernels: the best instruction set the CPU
  * (and OS) supports, unless a test or benchmark forces one. */
 #include <string.h>
+#if defined(MVRT_SCAN_HAVE_X86)
+#include <cpuid.h>
+#endif
 
 #include "scan_cpu.h"
 #include "scan_cpu_internal.h"
@@ -22,13 +25,23 @@ static const mvrt_cpu_scan_isa_t mvrt_cpu_scan_isas[] = {
 };
 #define MVRT_CPU_SCAN_NISA (sizeof mvrt_cpu_scan_isas / sizeof mvrt_cpu_scan_isas[0])
 
+#if defined(MVRT_SCAN_HAVE_X86)
+/* F16C (CPUID.1:ECX bit 29); not every compiler's __builtin_cpu_supports
+ * knows it. The OS-state (XSAVE/AVX) checks come with "avx2" below. */
+static int mvrt_cpu_scan_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+#endif
+
 static int mvrt_cpu_scan_supported(const mvrt_cpu_scan_isa_t *isa)
 {
 #if defined(MVRT_SCAN_HAVE_X86)
     __builtin_cpu_init();
     /* The avx512 build also uses AVX2/FMA/F16C instructions. */
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+               mvrt_cpu_scan_has_f16c();
     if (!strcmp(isa->name, "avx512"))
         return avx2 && __builtin_cpu_supports("avx512f");
     if (!strcmp(isa->name, "avx2"))

@@ -1,5 +1,5 @@
-/* SIMD helpers of the CPU scan kernels, written once with GCC/Clang vector
- * extensions and instantiated per instruction set. The including file
+/* SIMD helpers of the CPU scan kernels, written once with GCC (>= 12) or
+ * Clang vector extensions and instantiated per instruction set. The including file
  * defines MVRT_SCAN_LANES (16, 8 or 4) and is compiled with the matching
  * -m flags; a few steps use intrinsics when the ISA has a better
  * instruction (vscalefps, vcvtph2ps), everything else is portable.
@@ -231,8 +231,8 @@ MVRT_SI void st_elem(void *base, int64_t idx, float v, int dt)
         if (i_ & (k))                                                             \
             continue;                                                             \
         vf a_ = (m)[i_], b_ = (m)[i_ + (k)];                                      \
-        (m)[i_] = __builtin_shuffle(a_, b_, (vi){MVRT_LANES(MVRT_TM1, k)});       \
-        (m)[i_ + (k)] = __builtin_shuffle(a_, b_, (vi){MVRT_LANES(MVRT_TM2, k)}); \
+        (m)[i_] = __builtin_shufflevector(a_, b_, MVRT_LANES(MVRT_TM1, k));       \
+        (m)[i_ + (k)] = __builtin_shufflevector(a_, b_, MVRT_LANES(MVRT_TM2, k)); \
     }
 
 MVRT_SI void transpose(vf *m)
@@ -257,8 +257,8 @@ MVRT_SI void transpose(vf *m)
 /* The level with segment size s has s input vectors and leaves s/2. */
 #define MVRT_RSTAGE(v, s)                                                              \
     for (int i_ = 0; i_ < (s) / 2; i_++)                                               \
-        (v)[i_] = __builtin_shuffle((v)[2 * i_], (v)[2 * i_ + 1], (vi){MVRT_LANES(MVRT_RLO, s)}) + \
-                  __builtin_shuffle((v)[2 * i_], (v)[2 * i_ + 1], (vi){MVRT_LANES(MVRT_RHI, s)});
+        (v)[i_] = __builtin_shufflevector((v)[2 * i_], (v)[2 * i_ + 1], MVRT_LANES(MVRT_RLO, s)) + \
+                  __builtin_shufflevector((v)[2 * i_], (v)[2 * i_ + 1], MVRT_LANES(MVRT_RHI, s));
 
 MVRT_SI vf hsum_tree(vf *v)
 {
@@ -288,7 +288,8 @@ MVRT_SI vf hsum_tree(vf *v)
 
 MVRT_SI vf hsum_lanes(vf *v)
 {
-    return __builtin_shuffle(hsum_tree(v), (vi){MVRT_LANES(MVRT_BITREV, 0)});
+    vf r = hsum_tree(v);
+    return __builtin_shufflevector(r, r, MVRT_LANES(MVRT_BITREV, 0));
 }
 
 #endif
