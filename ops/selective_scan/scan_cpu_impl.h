@@ -677,7 +677,8 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
                 s->Y[t] = gv * s->Y[t] * sg * (1.0f + z * (1.0f - sg)); /* dz */
                 s->G[t] = gv * (z * sg);
             }
-            store_tile(s->Y, &p->dz, dt, b, d0, w, t0, tn);
+            if (p->dz.data)
+                store_tile(s->Y, &p->dz, dt, b, d0, w, t0, tn);
         }
         if (p->b_variable)
             p->c_variable ? bwd_vv(s, tn) : bwd_vc(s, tn);
