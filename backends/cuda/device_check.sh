@@ -24,18 +24,17 @@ cmake --build $B -j16 --target mvrt_backend_cuda test_cuda_scan test_cuda_plugin
 ( cmake --build $B -j12 >> "$OUT/build_all.log" 2>&1; echo $? > "$OUT/build_all.rc" ) &
 BGPID=$!
 P=$B/lib/libmvrt_backend_cuda.so
-log scan tests
+log scan tests: default paths, then the row kernels on every case
 timeout 150 $B/bin/test_cuda_scan $P 2>&1 | tee "$OUT/tests.log" | grep -v "^ok"
+MVRT_CUDA_SCAN_ROWS=64 timeout 150 $B/bin/test_cuda_scan $P 2>&1 | tee -a "$OUT/tests.log" | grep -v "^ok"
 log bench f32 default
 timeout 150 $B/bin/bench_cuda_scan $P f32 30 2>&1 | tee "$OUT/bench.log"
-for R in 32 64 128 256; do
+for R in ${MVRT_CHECK_ROWS:-}; do
   log bench f32 rows/block $R MV rows
   MVRT_BENCH_ROWS=0,1,2,4,5 MVRT_CUDA_SCAN_ROWS=$R timeout 60 $B/bin/bench_cuda_scan $P f32 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
 done
-log bench f16 bf16 default
-( timeout 100 $B/bin/bench_cuda_scan $P f16 20; timeout 100 $B/bin/bench_cuda_scan $P bf16 20 ) 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
-log bench general path f32 MV-T s3, b1
-MVRT_BENCH_ROWS=0,5 MVRT_CUDA_SCAN_PATH=general timeout 60 $B/bin/bench_cuda_scan $P f32 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
+log bench bf16 default
+timeout 100 $B/bin/bench_cuda_scan $P bf16 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
 wait $BGPID
 log ctest -L cuda "(build_all rc $(cat $OUT/build_all.rc))"
 (cd $B && timeout 200 ctest -L cuda -E cuda_scan_64bit --output-on-failure --timeout 150) > "$OUT/ctest.log" 2>&1
@@ -44,8 +43,10 @@ if [ -z "$MVRT_CHECK_QUICK" ]; then
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 log memcheck
 for c in groups_tiles N130 L1 N1_Lstrided odd_L lm_like bf16_mv; do timeout 60 $CS --tool memcheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck $c rc=$?"; done
+for c in groups_tiles L1 N1_Lstrided odd_L lm_like bf16_mv; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool memcheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row64 $c rc=$?"; done
 log racecheck
-for c in odd_L groups N5 f16_N1; do timeout 60 $CS --tool racecheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?"; done; grep -m3 -A6 "Warning\|Error" "$OUT/sanitizer.log" | head -20
+for c in odd_L groups N5 f16_N1; do timeout 60 $CS --tool racecheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?"; done
+for c in odd_L groups_tiles N5 f16_N1; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool racecheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row64 $c rc=$?"; done; grep -m3 -A6 "Warning\|Error" "$OUT/sanitizer.log" | head -20
 log 64-bit test
 timeout 200 $B/bin/test_cuda_scan_large $P 2>&1 | tee "$OUT/large.log" | tail -6
 fi

@@ -51,7 +51,9 @@ int sm_count()
 }
 bool use_row(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t)
 {
-    return !get_knobs().force_general && t->tpr_override == 0 && row_path_supported(*p);
+    const int rows = get_knobs().rows_max; /* an explicit tile width asks for the row kernels */
+    if (get_knobs().force_general || t->tpr_override != 0) return false;
+    return rows > 0 ? row_path_supported(*p, 0) : row_path_supported(*p, sm_count());
 }
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t)
 {
