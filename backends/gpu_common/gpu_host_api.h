@@ -18,6 +18,7 @@
 #define MVRT_GPU_API_PREFIX "cuda"
 #define MVRT_GPU_NO_DEVICE_TEXT "no usable NVIDIA driver or GPU"
 #define MVRT_GPU_TPR_ENV "MVRT_CUDA_SCAN_TPR"
+#define MVRT_GPU_ENV_PREFIX "MVRT_CUDA_"
 /* Errors meaning "no usable driver or device" rather than a failed call. */
 #define MVRT_GPU_UNAVAILABLE_ERROR_CASES                                      \
     case cudaErrorNoDevice:                                                   \
@@ -33,8 +34,13 @@ typedef struct cudaMemPoolProps gpuMemPoolProps;
 typedef enum cudaStreamCaptureStatus gpuStreamCaptureStatus;
 typedef enum cudaMemcpyKind gpuMemcpyKind;
 #define gpuDevAttrMaxSharedMemoryPerBlockOptin cudaDevAttrMaxSharedMemoryPerBlockOptin
+#define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
 #define gpuGraphInstantiateSimple(exec, graph) cudaGraphInstantiate((exec), (graph), 0)
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuErrorInvalidConfiguration cudaErrorInvalidConfiguration
+#define gpuErrorInvalidValue cudaErrorInvalidValue
+#define gpuGetDevice cudaGetDevice
+#define gpuMemsetAsync cudaMemsetAsync
 #define gpuErrorInsufficientDriver cudaErrorInsufficientDriver
 #define gpuErrorMemoryAllocation cudaErrorMemoryAllocation
 #define gpuErrorNoDevice cudaErrorNoDevice
@@ -86,7 +92,7 @@ typedef enum cudaMemcpyKind gpuMemcpyKind;
 #define gpuStream_t cudaStream_t
 #define gpuSuccess cudaSuccess
 
-static void mvrt_gpu_arch_string(const gpuDeviceProp_t *prop, char *buf, size_t n)
+static inline void mvrt_gpu_arch_string(const gpuDeviceProp_t *prop, char *buf, size_t n)
 {
     snprintf(buf, n, "sm_%d%d", prop->major, prop->minor);
 }
@@ -104,6 +110,7 @@ static void mvrt_gpu_arch_string(const gpuDeviceProp_t *prop, char *buf, size_t 
 #define MVRT_GPU_API_PREFIX "hip"
 #define MVRT_GPU_NO_DEVICE_TEXT "no AMD GPU"
 #define MVRT_GPU_TPR_ENV "MVRT_HIP_SCAN_TPR"
+#define MVRT_GPU_ENV_PREFIX "MVRT_HIP_"
 #define MVRT_GPU_UNAVAILABLE_ERROR_CASES                                      \
     case hipErrorNoDevice:                                                    \
     case hipErrorInsufficientDriver:                                          \
@@ -116,9 +123,14 @@ typedef hipMemPoolProps gpuMemPoolProps;
 typedef hipStreamCaptureStatus gpuStreamCaptureStatus;
 typedef hipMemcpyKind gpuMemcpyKind;
 #define gpuDevAttrMaxSharedMemoryPerBlockOptin hipDeviceAttributeSharedMemPerBlockOptin
+#define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 /* HIP 5.2 has only the 5-argument form (error node and log buffer). */
 #define gpuGraphInstantiateSimple(exec, graph) hipGraphInstantiate((exec), (graph), NULL, NULL, 0)
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuErrorInvalidConfiguration hipErrorInvalidConfiguration
+#define gpuErrorInvalidValue hipErrorInvalidValue
+#define gpuGetDevice hipGetDevice
+#define gpuMemsetAsync hipMemsetAsync
 #define gpuErrorInsufficientDriver hipErrorInsufficientDriver
 #define gpuErrorMemoryAllocation hipErrorMemoryAllocation
 #define gpuErrorNoDevice hipErrorNoDevice
@@ -170,7 +182,7 @@ typedef hipMemcpyKind gpuMemcpyKind;
 #define gpuStream_t hipStream_t
 #define gpuSuccess hipSuccess
 
-static void mvrt_gpu_arch_string(const gpuDeviceProp_t *prop, char *buf, size_t n)
+static inline void mvrt_gpu_arch_string(const gpuDeviceProp_t *prop, char *buf, size_t n)
 {
     snprintf(buf, n, "%s", prop->gcnArchName);
 }

@@ -12,7 +12,6 @@
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
-#include <hip/hip_bf16.h>
 #define MVRT_GPU_HIP 1
 #if defined(__GFX9__)
 #define MVRT_WARP_SIZE 64
@@ -20,7 +19,10 @@
 #define MVRT_WARP_SIZE 32
 #endif
 typedef __half mvrt_gpu_half;
-typedef __hip_bfloat16 mvrt_gpu_bf16;
+/* Our own bf16 storage type: ROCm 5.x ships hip_bfloat16.h, ROCm 6+
+ * hip_bf16.h, with different types; the kernels only need exact
+ * conversions, which are a shift (and round-to-nearest-even on store). */
+typedef struct mvrt_gpu_bf16 { unsigned short bits; } mvrt_gpu_bf16;
 typedef hipStream_t mvrt_gpu_stream_t;
 typedef hipError_t mvrt_gpu_error_t;
 #define MVRT_GPU_SUCCESS hipSuccess
@@ -32,8 +34,19 @@ typedef hipError_t mvrt_gpu_error_t;
 #define MVRT_SHFL(v, src, width) __shfl((v), (src), (width))
 /* Orders shared-memory accesses of the lanes of one wavefront. */
 #define MVRT_SYNCWARP() __builtin_amdgcn_wave_barrier()
-static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
-static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
+static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
+static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x)
+{
+    unsigned u = __float_as_uint(x);
+    mvrt_gpu_bf16 r;
+    if ((u & 0x7fffffffu) > 0x7f800000u) { /* NaN stays a (quiet) NaN */
+        r.bits = (unsigned short)((u >> 16) | 0x40u);
+        return r;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    r.bits = (unsigned short)(u >> 16);
+    return r;
+}
 #else
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

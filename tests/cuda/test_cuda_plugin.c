@@ -1,4 +1,5 @@
-/* CUDA plugin basics at the ABI: device info, allocation (and recovery
+/* GPU plugin basics at the ABI (the CUDA plugin, and the HIP plugin through
+ * the same source): device info, allocation (and recovery
  * from out-of-memory), copies, 1/2/4-byte fills, streams (own and wrapped
  * foreign), events and timing, graph capture/replay, and CUDA errors mapped
  * to statuses with the CUDA error name. Exit 77 without a usable GPU.
@@ -21,15 +22,17 @@ int main(int argc, char **argv)
     if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN\n", argv[0]); return 2; }
     void *dev;
     const mvrt_plugin_vtable_t *vt = tu_open_plugin(argv[1], &dev);
-    EXPECT(strcmp(vt->name, "cuda") == 0, "name %s", vt->name);
+    const int is_hip = strcmp(vt->name, "hip") == 0;
+    EXPECT(is_hip || strcmp(vt->name, "cuda") == 0, "name %s", vt->name);
 
     mvrt_device_info_t info;
     TU_CHECK(vt->device_info(dev, &info));
-    EXPECT(strcmp(info.vendor, "NVIDIA") == 0, "vendor %s", info.vendor);
-    EXPECT(info.warp_width == 32, "warp %d", info.warp_width);
+    EXPECT(strcmp(info.vendor, is_hip ? "AMD" : "NVIDIA") == 0, "vendor %s", info.vendor);
+    /* 64-wide wavefronts on CDNA (MI200/MI300), 32 on RDNA and NVIDIA */
+    EXPECT(info.warp_width == 32 || (is_hip && info.warp_width == 64), "warp %d", info.warp_width);
     EXPECT(info.compute_units > 0 && info.total_memory > 0, "SMs %d mem %llu", info.compute_units,
            (unsigned long long)info.total_memory);
-    EXPECT(strncmp(info.features, "sm_", 3) == 0, "features %s", info.features);
+    EXPECT(strncmp(info.features, is_hip ? "gfx" : "sm_", 3) == 0, "features %s", info.features);
     printf("device: %s, %d SMs, %s, %.1f GiB\n", info.name, info.compute_units, info.features,
            info.total_memory / 1073741824.0);
 

@@ -1,16 +1,20 @@
-/* CUDA instantiation of the one GPU kernel source of the selective scan
+/* Launchers of the one GPU kernel source of the selective scan
  * (ops/selective_scan/selective_scan_gpu.cuh) and of the fill kernel, behind
- * a small C interface used by the plugin's C code (backend_cuda.c).
+ * a small C interface used by the plugins' C code (gpu_backend_impl.h).
+ * Compiled by nvcc for the CUDA backend (MVRT_GPU_HOST_CUDA) and by clang as
+ * HIP for the HIP backend (MVRT_GPU_HOST_HIP); gpu_host_api.h maps the few
+ * runtime names used here.
  *
  * Path choice: the row kernels (one thread per channel row, N <= 16,
  * variable B and C) wherever they apply, the general kernels otherwise.
- * Tuning knobs read once from the environment (benchmarks compare variants):
+ * Tuning knobs read once from the environment (benchmarks compare variants;
+ * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels
  *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the row kernels
  * A thread-per-row override (tuning->tpr_override) also selects the general
  * kernels, whose layouts it describes. */
-#include "scan_cuda.h"
+#include "scan_gpu_launch.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +32,11 @@ const knobs &get_knobs()
 {
     static knobs k = [] {
         knobs v;
-        const char *s = getenv("MVRT_CUDA_SCAN_PATH");
+        const char *s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_PATH");
         v.force_general = s && strcmp(s, "general") == 0;
-        s = getenv("MVRT_CUDA_SCAN_ROWS");
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_ROWS");
         v.rows_max = s ? atoi(s) : 0;
-        s = getenv("MVRT_CUDA_SCAN_T");
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_T");
         v.t_fwd = s ? atoi(s) : 0;
         return v;
     }();
@@ -42,33 +46,33 @@ int sm_count()
 {
     static int cache[64];
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) dev = 0;
+    if (gpuGetDevice(&dev) != gpuSuccess || dev < 0) dev = 0;
     if (dev < 64 && cache[dev] > 0) return cache[dev];
     int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 80;
+    if (gpuDeviceGetAttribute(&n, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess || n <= 0) n = 80;
     if (dev < 64) cache[dev] = n;
     return n;
 }
-bool use_row(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t)
+bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const int rows = get_knobs().rows_max; /* an explicit tile width asks for the row kernels */
     if (get_knobs().force_general || t->tpr_override != 0) return false;
     return rows > 0 ? row_path_supported(*p, 0) : row_path_supported(*p, sm_count());
 }
-row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t)
+row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
     return make_row_config(*p, bwd != 0, t->smem_limit, MVRT_WARP_SIZE, sm_count(), kn.rows_max, kn.t_fwd);
 }
 } // namespace
 
-static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t)
+static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
     return make_config(*p, bwd != 0, t->smem_limit, MVRT_WARP_SIZE, t->tpr_override);
 }
 
-extern "C" cudaError_t mvrt_cuda_scan_fwd(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t,
-                                          cudaStream_t s)
+extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
+                                          gpuStream_t s)
 {
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 0, t);
@@ -78,22 +82,22 @@ extern "C" cudaError_t mvrt_cuda_scan_fwd(const mvrt_scan_params_t *p, const mvr
             case MVRT_SCAN_F32: return launch_fwd_row_typed<float>(k, c, s);
             case MVRT_SCAN_F16: return launch_fwd_row_typed<mvrt_gpu_half>(k, c, s);
             case MVRT_SCAN_BF16: return launch_fwd_row_typed<mvrt_gpu_bf16>(k, c, s);
-            default: return cudaErrorInvalidValue;
+            default: return gpuErrorInvalidValue;
             }
         }
     }
     const config c = cfg_for(p, 0, t);
-    if (c.smem > t->smem_limit) return cudaErrorInvalidConfiguration;
+    if (c.smem > t->smem_limit) return gpuErrorInvalidConfiguration;
     const kparams k = make_kparams(*p, c);
     switch (p->input_dtype) {
     case MVRT_SCAN_F32: return launch_fwd_typed<float>(k, c, s);
     case MVRT_SCAN_F16: return launch_fwd_typed<mvrt_gpu_half>(k, c, s);
     case MVRT_SCAN_BF16: return launch_fwd_typed<mvrt_gpu_bf16>(k, c, s);
-    default: return cudaErrorInvalidValue;
+    default: return gpuErrorInvalidValue;
     }
 }
 
-extern "C" size_t mvrt_cuda_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t)
+extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
@@ -103,15 +107,15 @@ extern "C" size_t mvrt_cuda_scan_bwd_workspace(const mvrt_scan_params_t *p, cons
     return make_ws_layout(*p, c).total;
 }
 
-extern "C" cudaError_t mvrt_cuda_scan_bwd(const mvrt_scan_params_t *p, const mvrt_cuda_scan_tuning_t *t,
-                                          cudaStream_t s)
+extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
+                                          gpuStream_t s)
 {
     char *ws = (char *)p->workspace;
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) {
             const ws_layout w = make_row_ws_layout(*p, c);
-            if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return cudaErrorInvalidValue;
+            if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return gpuErrorInvalidValue;
             kparams k = make_row_kparams(*p, c);
             k.ws_state = (float *)(ws + w.state_off);
             k.ws_row = (float *)(ws + w.row_off);
@@ -120,14 +124,14 @@ extern "C" cudaError_t mvrt_cuda_scan_bwd(const mvrt_scan_params_t *p, const mvr
             case MVRT_SCAN_F32: return launch_bwd_row_typed<float>(k, c, s);
             case MVRT_SCAN_F16: return launch_bwd_row_typed<mvrt_gpu_half>(k, c, s);
             case MVRT_SCAN_BF16: return launch_bwd_row_typed<mvrt_gpu_bf16>(k, c, s);
-            default: return cudaErrorInvalidValue;
+            default: return gpuErrorInvalidValue;
             }
         }
     }
     const config c = cfg_for(p, 1, t);
-    if (c.smem > t->smem_limit) return cudaErrorInvalidConfiguration;
+    if (c.smem > t->smem_limit) return gpuErrorInvalidConfiguration;
     const ws_layout w = make_ws_layout(*p, c);
-    if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return cudaErrorInvalidValue;
+    if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return gpuErrorInvalidValue;
     kparams k = make_kparams(*p, c);
     k.nsub = (int)w.nsub;
     k.ws_state = (float *)(ws + w.state_off);
@@ -137,11 +141,11 @@ extern "C" cudaError_t mvrt_cuda_scan_bwd(const mvrt_scan_params_t *p, const mvr
     case MVRT_SCAN_F32: return launch_bwd_typed<float>(k, c, s);
     case MVRT_SCAN_F16: return launch_bwd_typed<mvrt_gpu_half>(k, c, s);
     case MVRT_SCAN_BF16: return launch_bwd_typed<mvrt_gpu_bf16>(k, c, s);
-    default: return cudaErrorInvalidValue;
+    default: return gpuErrorInvalidValue;
     }
 }
 
-extern "C" void mvrt_cuda_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_cuda_scan_tuning_t *t,
+extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
                                         char *buf, size_t n)
 {
     if (use_row(p, t)) {
@@ -157,14 +161,14 @@ extern "C" void mvrt_cuda_scan_describe(const mvrt_scan_params_t *p, int bwd, co
              c.ch, c.ntiles, c.threads, c.ts, c.smem);
 }
 
-extern "C" cudaError_t mvrt_cuda_fill_pattern(void *dst, size_t bytes, const void *pattern, size_t psize,
-                                              cudaStream_t s)
+extern "C" gpuError_t mvrt_gpu_fill_pattern(void *dst, size_t bytes, const void *pattern, size_t psize,
+                                              gpuStream_t s)
 {
     if (psize == 1) {
-        return cudaMemsetAsync(dst, *(const unsigned char *)pattern, bytes, s);
+        return gpuMemsetAsync(dst, *(const unsigned char *)pattern, bytes, s);
     }
     const int64_t count = (int64_t)(bytes / psize);
-    if (count == 0) return cudaSuccess;
+    if (count == 0) return gpuSuccess;
     const int64_t blocks64 = (count + 255) / 256;
     const unsigned blocks = (unsigned)(blocks64 < 65536 ? blocks64 : 65536);
     if (psize == 2) {
@@ -176,7 +180,7 @@ extern "C" cudaError_t mvrt_cuda_fill_pattern(void *dst, size_t bytes, const voi
         memcpy(&v, pattern, 4);
         fill_kernel<uint32_t><<<blocks, 256, 0, s>>>((uint32_t *)dst, count, v);
     } else {
-        return cudaErrorInvalidValue;
+        return gpuErrorInvalidValue;
     }
-    return cudaGetLastError();
+    return gpuGetLastError();
 }

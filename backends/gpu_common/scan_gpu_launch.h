@@ -1,0 +1,38 @@
+/* C interface between a GPU plugin's host code and the kernels of
+ * scan_gpu_launch.cu (nvcc for CUDA, clang for HIP). All calls are
+ * asynchronous on `s` and return the vendor error of the launch (gpuSuccess
+ * when queued). Parameters are already
+ * validated by the runtime. */
+#ifndef MVRT_BACKENDS_GPU_SCAN_GPU_LAUNCH_H
+#define MVRT_BACKENDS_GPU_SCAN_GPU_LAUNCH_H
+
+#include <stddef.h>
+#include "gpu_host_api.h"
+#include "ops/selective_scan/scan_params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-device tuning inputs: the launch configuration is a pure function of
+ * these and the problem, so the workspace query and the launch agree. */
+typedef struct mvrt_gpu_scan_tuning {
+    size_t smem_limit; /* opt-in shared memory per block of the device */
+    int tpr_override;  /* threads per channel row; 0 = automatic */
+} mvrt_gpu_scan_tuning_t;
+
+gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t, gpuStream_t s);
+size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t);
+/* p->workspace must hold at least mvrt_gpu_scan_bwd_workspace() bytes. */
+gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t, gpuStream_t s);
+/* Human-readable launch configuration (for benchmarks). */
+void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
+                             char *buf, size_t n);
+/* Repeats a 1-, 2- or 4-byte pattern over `bytes` (a multiple of psize). */
+gpuError_t mvrt_gpu_fill_pattern(void *dst, size_t bytes, const void *pattern, size_t psize,
+                                   gpuStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
