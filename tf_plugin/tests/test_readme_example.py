@@ -1,13 +1,16 @@
-"""The example in tf_plugin/README.md runs as written."""
+"""The TensorFlow examples in tf_plugin/README.md and in the top-level
+README.md run as written."""
 import os
 import re
 
 import pytest
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+READMES = [os.path.join(_HERE, "..", "README.md"), os.path.join(_HERE, "..", "..", "README.md")]
 
 
-def test_readme_example_runs():
+@pytest.mark.parametrize("README", READMES, ids=["tf_plugin", "top-level"])
+def test_readme_example_runs(README):
     if not os.path.exists(README):
         pytest.skip("README.md not shipped here")
     with open(README) as f:
