@@ -10,18 +10,29 @@
 # one-constant LLVM module (@__oclc_ISA_version = 9402); we generate it in the
 # build tree next to symlinks to Debian's bitcode files.
 #
-# Sets: MVRT_HIP_FOUND, MVRT_HIP_CLANG, MVRT_HIP_LIBRARY, MVRT_HIP_INCLUDE_DIR,
+# Sets: MVRT_HIP_FOUND, MVRT_HIP_CLANG, MVRT_HIP_ROCM_PATH, MVRT_HIP_LIBRARY, MVRT_HIP_INCLUDE_DIR,
 #       MVRT_HIP_DEVICE_LIB_DIR, MVRT_HIP_REASON (why not found).
 
 set(MVRT_HIP_FOUND FALSE)
 set(MVRT_HIP_REASON "")
 set(MVRT_HIP_ARCHS "gfx90a;gfx942" CACHE STRING "AMD GPU targets of the HIP backend")
 
+# A ROCm install (ROCM_PATH, /opt/rocm) wins over Debian's packages when both
+# exist; every result can be overridden with -D<VAR>=... .
+set(_mvrt_rocm_hints)
+if(DEFINED ENV{ROCM_PATH})
+  list(APPEND _mvrt_rocm_hints $ENV{ROCM_PATH})
+endif()
+list(APPEND _mvrt_rocm_hints /opt/rocm)
+find_program(MVRT_HIP_CLANG NAMES clang++ PATHS ${_mvrt_rocm_hints} PATH_SUFFIXES llvm/bin lib/llvm/bin NO_DEFAULT_PATH)
 find_program(MVRT_HIP_CLANG NAMES clang++-19 clang++-20 clang++-18)
-find_path(MVRT_HIP_INCLUDE_DIR hip/hip_runtime.h PATHS /usr/include /opt/rocm/include)
-find_library(MVRT_HIP_LIBRARY NAMES amdhip64 PATHS /usr/lib/x86_64-linux-gnu /opt/rocm/lib)
-find_path(MVRT_HIP_BITCODE_DIR ocml.bc
-          PATHS /usr/lib/x86_64-linux-gnu/amdgcn/bitcode /opt/rocm/amdgcn/bitcode)
+find_path(MVRT_HIP_INCLUDE_DIR hip/hip_runtime.h HINTS ${_mvrt_rocm_hints} PATH_SUFFIXES include PATHS /usr/include)
+find_library(MVRT_HIP_LIBRARY NAMES amdhip64 HINTS ${_mvrt_rocm_hints} PATH_SUFFIXES lib PATHS /usr/lib/x86_64-linux-gnu)
+find_path(MVRT_HIP_BITCODE_DIR ocml.bc HINTS ${_mvrt_rocm_hints}
+          PATH_SUFFIXES amdgcn/bitcode lib/llvm/lib/clang/19/lib/amdgcn/bitcode
+          PATHS /usr/lib/x86_64-linux-gnu/amdgcn/bitcode)
+# The ROCm root passed to clang (--rocm-path): the folder above include/.
+get_filename_component(MVRT_HIP_ROCM_PATH "${MVRT_HIP_INCLUDE_DIR}/.." ABSOLUTE)
 string(REGEX REPLACE "clang\\+\\+" "clang" _mvrt_hip_cc "${MVRT_HIP_CLANG}")
 
 if(NOT MVRT_HIP_CLANG)
@@ -79,7 +90,7 @@ function(mvrt_hip_compile out_var source)
     # -Wno-pass-failed: "#pragma unroll" over run-time trip counts is a hint
     # the AMD backend may not honour; it says so once per instantiation.
     COMMAND ${MVRT_HIP_CLANG} -x hip -std=c++17 -O3 -fPIC -fvisibility=hidden -Wall -Wno-pass-failed
-            --rocm-path=/usr --rocm-device-lib-path=${MVRT_HIP_DEVICE_LIB_DIR}
+            --rocm-path=${MVRT_HIP_ROCM_PATH} --rocm-device-lib-path=${MVRT_HIP_DEVICE_LIB_DIR}
             ${_arch_flags} -D__HIP_PLATFORM_AMD__ ${_def_flags} ${_inc_flags}
             -c ${source} -o ${_obj}
     DEPENDS ${source} ${ARG_DEPENDS}
