@@ -1,11 +1,15 @@
 #!/bin/bash
 # One-call check of the CUDA backend on a GPU machine: configure + build for
-# the local GPU only, scan tests, benchmark (default path, row-tile variants,
-# f16/bf16), ctest -L cuda (conformance + golden + random incl. the general
-# kernels via the TPR variants), compute-sanitizer memcheck and racecheck on
-# small scan cases, then the 64-bit test. Logs go to $OUT.
+# the local GPU only, benchmark (default paths, then the row kernels'
+# variants side by side on the MambaVision rows, f32 and bf16), ncu on the
+# row kernels (stall reasons, pipes, DRAM bytes), ctest -L cuda (conformance,
+# golden, random incl. every forced path/variant), compute-sanitizer memcheck
+# and racecheck on small cases of each path, then the 64-bit test.
+# Logs go to $OUT.
 # usage: backends/cuda/device_check.sh [arch, default 90]
 #   MVRT_CHECK_QUICK=1: skip the sanitizer and the 64-bit test
+#   MVRT_CHECK_NCU=0: skip ncu
+#   MVRT_GOLDEN_DIR: folder holding scan_cases.safetensors (golden tests)
 set -o pipefail
 OUT=${OUT:-/tmp/mvrt_out}
 mkdir -p "$OUT"
@@ -21,34 +25,58 @@ cmake -S . -B $B $GOLD -DMVRT_CUDA_ARCHS=$ARCH -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD
 log build
 cmake --build $B -j16 --target mvrt_backend_cuda test_cuda_scan test_cuda_plugin test_cuda_scan_large bench_cuda_scan >> "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 # the rest of the project (mvrt check etc.) for ctest, in the background
-( cmake --build $B -j12 >> "$OUT/build_all.log" 2>&1; echo $? > "$OUT/build_all.rc" ) &
+( nice cmake --build $B -j8 >> "$OUT/build_all.log" 2>&1; echo $? > "$OUT/build_all.rc" ) &
 BGPID=$!
 P=$B/lib/libmvrt_backend_cuda.so
-log scan tests: default paths, then the row kernels on every case
-timeout 150 $B/bin/test_cuda_scan $P 2>&1 | tee "$OUT/tests.log" | grep -v "^ok"
-MVRT_CUDA_SCAN_ROWS=64 timeout 150 $B/bin/test_cuda_scan $P 2>&1 | tee -a "$OUT/tests.log" | grep -v "^ok"
+BENCH=$B/bin/bench_cuda_scan
 log bench f32 default
-timeout 150 $B/bin/bench_cuda_scan $P f32 30 2>&1 | tee "$OUT/bench.log"
-for R in ${MVRT_CHECK_ROWS:-}; do
-  log bench f32 rows/block $R MV rows
-  MVRT_BENCH_ROWS=0,1,2,4,5 MVRT_CUDA_SCAN_ROWS=$R timeout 60 $B/bin/bench_cuda_scan $P f32 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
+timeout 120 $BENCH $P f32 30 2>&1 | tee "$OUT/bench.log"
+# variants on the MambaVision rows: "NAME ENV..." (one env assignment list each)
+VARIANTS=${MVRT_CHECK_VARIANTS:-"lpr1:MVRT_CUDA_SCAN_LPR=1 lpr4:MVRT_CUDA_SCAN_LPR=4 bwd42:MVRT_CUDA_SCAN_BWDV=42 bwd22:MVRT_CUDA_SCAN_BWDV=22 rows64:MVRT_CUDA_SCAN_ROWS=64"}
+for V in $VARIANTS; do
+  NAME=${V%%:*}; ENVS=${V#*:}
+  log "bench f32 variant $NAME ($ENVS)"
+  echo "# variant $NAME ($ENVS)" >> "$OUT/bench.log"
+  env ${ENVS//,/ } MVRT_BENCH_ROWS=0,1,2,3,4 timeout 60 $BENCH $P f32 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
 done
 log bench bf16 default
-timeout 100 $B/bin/bench_cuda_scan $P bf16 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
+echo "# bf16 default" >> "$OUT/bench.log"
+timeout 100 $BENCH $P bf16 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
+for V in ${MVRT_CHECK_VARIANTS16:-"lpr1:MVRT_CUDA_SCAN_LPR=1 bwd22:MVRT_CUDA_SCAN_BWDV=22"}; do
+  NAME=${V%%:*}; ENVS=${V#*:}
+  log "bench bf16 variant $NAME ($ENVS)"
+  echo "# bf16 variant $NAME ($ENVS)" >> "$OUT/bench.log"
+  env ${ENVS//,/ } MVRT_BENCH_ROWS=0,1,4 timeout 60 $BENCH $P bf16 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
+done
+if [ "${MVRT_CHECK_NCU:-1}" != 0 ] && command -v ncu > /dev/null; then
+  NCU="ncu --clock-control none --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --metrics dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed_pipe_xu.sum,smsp__inst_executed.sum"
+  log ncu fwd f32
+  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_fwd_row $BENCH $P f32 2 > "$OUT/ncu.txt" 2>&1
+  log ncu fwd bf16
+  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_fwd_row $BENCH $P bf16 2 >> "$OUT/ncu.txt" 2>&1
+  log ncu bwd f32
+  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_row $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
+  grep -E "^  [a-z_]+.*scan_|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|dram__bytes|pipe_xu|inst_executed.sum|Stall|Memory Throughput|Compute \(SM\)" "$OUT/ncu.txt" | head -60
+fi
 wait $BGPID
 log ctest -L cuda "(build_all rc $(cat $OUT/build_all.rc))"
-(cd $B && timeout 200 ctest -L cuda -E cuda_scan_64bit --output-on-failure --timeout 150) > "$OUT/ctest.log" 2>&1
+(cd $B && timeout 240 ctest -L cuda -E cuda_scan_64bit --output-on-failure --timeout 150) > "$OUT/ctest.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*|Passed|Skipped" "$OUT/ctest.log" | tail -25
 if [ -z "$MVRT_CHECK_QUICK" ]; then
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+T=$B/bin/test_cuda_scan
 log memcheck
-for c in groups_tiles N130 L1 N1_Lstrided odd_L lm_like bf16_mv; do timeout 60 $CS --tool memcheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck $c rc=$?"; done
-for c in groups_tiles L1 N1_Lstrided odd_L lm_like bf16_mv; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool memcheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row64 $c rc=$?"; done
+for c in groups_tiles N130 L1 lm_like; do timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck $c rc=$?"; done
+for c in groups_tiles odd_L bf16_mv f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row64 $c rc=$?"; done
+for c in groups_tiles N5; do MVRT_CUDA_SCAN_ROWS=32 MVRT_CUDA_SCAN_LPR=4 MVRT_CUDA_SCAN_BWDV=23 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck lpr4 $c rc=$?"; done
+for c in odd_L; do MVRT_CUDA_SCAN_ROWS=64 MVRT_CUDA_SCAN_LPR=1 MVRT_CUDA_SCAN_BWDV=22 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck lpr1 $c rc=$?"; done
 log racecheck
-for c in odd_L groups N5 f16_N1; do timeout 60 $CS --tool racecheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?"; done
-for c in odd_L groups_tiles N5 f16_N1; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool racecheck --error-exitcode 9 $B/bin/test_cuda_scan $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row64 $c rc=$?"; done; grep -m3 -A6 "Warning\|Error" "$OUT/sanitizer.log" | head -20
+for c in odd_L N5; do timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?"; done
+for c in odd_L groups_tiles f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row64 $c rc=$?"; done
+for c in groups_tiles; do MVRT_CUDA_SCAN_ROWS=32 MVRT_CUDA_SCAN_LPR=4 MVRT_CUDA_SCAN_BWDV=23 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck lpr4 $c rc=$?"; done
+grep -m3 -A6 "Warning\|Error" "$OUT/sanitizer.log" | head -20
 log 64-bit test
-timeout 200 $B/bin/test_cuda_scan_large $P 2>&1 | tee "$OUT/large.log" | tail -6
+timeout 150 $B/bin/test_cuda_scan_large $P 2>&1 | tee "$OUT/large.log" | tail -6
 fi
 log done
-echo "---- summary ----"; grep -E "^(ok|FAIL)|cases failed" "$OUT/tests.log" | grep -v "^ok" ; grep -E "tests passed|tests failed" "$OUT/ctest.log"; cat "$OUT/bench.log"
+echo "---- summary ----"; grep -E "tests passed|tests failed" "$OUT/ctest.log"; grep -c "rc=0" "$OUT/sanitizer.log" 2>/dev/null; cat "$OUT/bench.log" | cut -c1-110
