@@ -17,7 +17,7 @@ ARCH=${1:-90}
 B=build-dev
 T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 | tee /tmp/mvrt_gpu.txt
 log configure
 rm -f $B/CMakeCache.txt
 GOLD=${MVRT_GOLDEN_DIR:+-DMVRT_GOLDEN_DIR=$MVRT_GOLDEN_DIR}
@@ -25,14 +25,14 @@ cmake -S . -B $B $GOLD -DMVRT_CUDA_ARCHS=$ARCH -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD
 log build
 cmake --build $B -j16 --target mvrt_backend_cuda test_cuda_scan test_cuda_plugin test_cuda_scan_large bench_cuda_scan >> "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 # the rest of the project (mvrt check etc.) for ctest, in the background
-( nice cmake --build $B -j8 >> "$OUT/build_all.log" 2>&1; echo $? > "$OUT/build_all.rc" ) &
+( nice cmake --build $B -j8 >> "$OUT/build_all.log" 2>&1; echo $? > "/tmp/mvrt_build_all.rc" ) &
 BGPID=$!
 P=$B/lib/libmvrt_backend_cuda.so
 BENCH=$B/bin/bench_cuda_scan
 log bench f32 default
 timeout 120 $BENCH $P f32 30 2>&1 | tee "$OUT/bench.log"
 # variants on the MambaVision rows: "NAME ENV..." (one env assignment list each)
-VARIANTS=${MVRT_CHECK_VARIANTS:-"lpr1:MVRT_CUDA_SCAN_LPR=1 lpr4:MVRT_CUDA_SCAN_LPR=4 bwd42:MVRT_CUDA_SCAN_BWDV=42 bwd22:MVRT_CUDA_SCAN_BWDV=22 rows64:MVRT_CUDA_SCAN_ROWS=64"}
+VARIANTS=${MVRT_CHECK_VARIANTS:-"rows64:MVRT_CUDA_SCAN_ROWS=64"}
 for V in $VARIANTS; do
   NAME=${V%%:*}; ENVS=${V#*:}
   log "bench f32 variant $NAME ($ENVS)"
@@ -42,7 +42,7 @@ done
 log bench bf16 default
 echo "# bf16 default" >> "$OUT/bench.log"
 timeout 100 $BENCH $P bf16 20 2>&1 | grep -v "^case" | tee -a "$OUT/bench.log" | grep -v "^device"
-for V in ${MVRT_CHECK_VARIANTS16:-"lpr1:MVRT_CUDA_SCAN_LPR=1 bwd22:MVRT_CUDA_SCAN_BWDV=22"}; do
+for V in ${MVRT_CHECK_VARIANTS16:-}; do
   NAME=${V%%:*}; ENVS=${V#*:}
   log "bench bf16 variant $NAME ($ENVS)"
   echo "# bf16 variant $NAME ($ENVS)" >> "$OUT/bench.log"
@@ -59,24 +59,23 @@ if [ "${MVRT_CHECK_NCU:-1}" != 0 ] && command -v ncu > /dev/null; then
   grep -E "^  [a-z_]+.*scan_|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|dram__bytes|pipe_xu|inst_executed.sum|Stall|Memory Throughput|Compute \(SM\)" "$OUT/ncu.txt" | head -60
 fi
 wait $BGPID
-log ctest -L cuda "(build_all rc $(cat $OUT/build_all.rc))"
+log ctest -L cuda "(build_all rc $(cat /tmp/mvrt_build_all.rc))"
 (cd $B && timeout 240 ctest -L cuda -E cuda_scan_64bit --output-on-failure --timeout 150) > "$OUT/ctest.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*|Passed|Skipped" "$OUT/ctest.log" | tail -25
 if [ -z "$MVRT_CHECK_QUICK" ]; then
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 T=$B/bin/test_cuda_scan
 log memcheck
-for c in groups_tiles N130 L1 lm_like; do timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck $c rc=$?"; done
-for c in groups_tiles odd_L bf16_mv f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row64 $c rc=$?"; done
-for c in groups_tiles N5; do MVRT_CUDA_SCAN_ROWS=32 MVRT_CUDA_SCAN_LPR=4 MVRT_CUDA_SCAN_BWDV=23 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck lpr4 $c rc=$?"; done
-for c in odd_L; do MVRT_CUDA_SCAN_ROWS=64 MVRT_CUDA_SCAN_LPR=1 MVRT_CUDA_SCAN_BWDV=22 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck lpr1 $c rc=$?"; done
+for c in groups_tiles N130 L1 lm_like; do timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
+for c in groups_tiles odd_L bf16_mv f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row64 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
+for c in N5 lm_like; do MVRT_CUDA_SCAN_ROWS=32 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row32 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 log racecheck
-for c in odd_L N5; do timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?"; done
-for c in odd_L groups_tiles f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row64 $c rc=$?"; done
-for c in groups_tiles; do MVRT_CUDA_SCAN_ROWS=32 MVRT_CUDA_SCAN_LPR=4 MVRT_CUDA_SCAN_BWDV=23 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck lpr4 $c rc=$?"; done
+for c in odd_L N5; do timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
+for c in odd_L groups_tiles f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row64 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
+for c in groups_tiles; do MVRT_CUDA_SCAN_ROWS=32 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row32 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 grep -m3 -A6 "Warning\|Error" "$OUT/sanitizer.log" | head -20
 log 64-bit test
 timeout 150 $B/bin/test_cuda_scan_large $P 2>&1 | tee "$OUT/large.log" | tail -6
 fi
 log done
-echo "---- summary ----"; grep -E "tests passed|tests failed" "$OUT/ctest.log"; grep -c "rc=0" "$OUT/sanitizer.log" 2>/dev/null; cat "$OUT/bench.log" | cut -c1-110
+echo "---- summary ----"; grep -E "tests passed|tests failed" "$OUT/ctest.log"; grep -h "rc=" "$OUT/sanitizer_rc.txt" 2>/dev/null | grep -vc "rc=0" | sed 's/^/sanitizer runs not clean: /'; cat "$OUT/bench.log" | cut -c1-110

@@ -12,8 +12,6 @@
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels
  *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the row kernels
- *   MVRT_CUDA_SCAN_LPR=1|2|4     forward lanes per channel row (row kernels)
- *   MVRT_CUDA_SCAN_BWDV=41|42|22|23  backward row kernel at N = 8: 10*TB + MINB
  * A thread-per-row override (tuning->tpr_override) also selects the general
  * kernels, whose layouts it describes. */
 #include "scan_gpu_launch.h"
@@ -29,8 +27,6 @@ struct knobs {
     int force_general;
     int rows_max;
     int t_fwd;
-    int lpr;
-    int bwd_var;
 };
 const knobs &get_knobs()
 {
@@ -42,10 +38,6 @@ const knobs &get_knobs()
         v.rows_max = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_T");
         v.t_fwd = s ? atoi(s) : 0;
-        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_LPR");
-        v.lpr = s ? atoi(s) : 0;
-        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWDV");
-        v.bwd_var = s ? atoi(s) : 0;
         return v;
     }();
     return k;
@@ -70,7 +62,7 @@ bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
-    return make_row_config(*p, bwd != 0, t->smem_limit, MVRT_WARP_SIZE, sm_count(), kn.rows_max, kn.t_fwd, kn.lpr, kn.bwd_var);
+    return make_row_config(*p, bwd != 0, t->smem_limit, MVRT_WARP_SIZE, sm_count(), kn.rows_max, kn.t_fwd);
 }
 } // namespace
 
@@ -159,8 +151,8 @@ extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, con
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, bwd, t);
         if (c.smem <= t->smem_limit) {
-            snprintf(buf, n, "row ns=%d lpr=%d T=%d TB=%d minb=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.lpr,
-                     c.T, c.TB, c.minb, c.ch, c.ntiles, c.threads, c.smem);
+            snprintf(buf, n, "row ns=%d T=%d TB=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T, c.TB, c.ch,
+                     c.ntiles, c.threads, c.smem);
             return;
         }
     }

@@ -82,11 +82,9 @@ static __device__ __forceinline__ tile_map make_tile_map(int T)
     return m;
 }
 
-/* Loads the chunk tile of a (Bt, Dm, L) operand into registers (0 outside):
- * K rounds per thread (T when a block has one thread per row, T/LPR with
- * LPR lanes per row). */
-template <typename Tin, int K>
-static __device__ __forceinline__ void tile_load(float (&v)[K], const mvrt_scan_operand_t &op, const work &wk,
+/* Loads the chunk tile of a (Bt, Dm, L) operand into registers (0 outside). */
+template <typename Tin, int T>
+static __device__ __forceinline__ void tile_load(float (&v)[T], const mvrt_scan_operand_t &op, const work &wk,
                                                  int64_t t0, int len, const tile_map &m)
 {
     const int64_t s1 = op.stride[1];
@@ -97,20 +95,20 @@ static __device__ __forceinline__ void tile_load(float (&v)[K], const mvrt_scan_
     MVRT_OPAQUE64(step);
     const int nk = m.st < len ? valid_rounds(m, wk.nrows) : 0;
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
+    for (int k = 0; k < T; ++k) {
         v[k] = k < nk ? io<Tin>::ld(op.data, off) : 0.f;
         off += step;
     }
 }
-template <int K>
-static __device__ __forceinline__ void tile_store_smem(float *dst, const float (&v)[K], int srow, const tile_map &m)
+template <int T>
+static __device__ __forceinline__ void tile_store_smem(float *dst, const float (&v)[T], int srow, const tile_map &m)
 {
-    /* every round is below the rows allocated in shared memory */
+    /* every round is below blockDim.x, the rows allocated in shared memory */
     float *q = dst + m.row0 * srow + m.st;
     int stp = m.rstep * srow;
     MVRT_OPAQUE32(stp); /* else T hoisted addresses per tensor stay live */
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
+    for (int k = 0; k < T; ++k) {
         *q = v[k];
         q += stp;
     }
@@ -145,48 +143,21 @@ static __device__ __forceinline__ void bc_store_smem(float *dst, const bc_regs<T
 }
 
 /* ============================================================== forward */
-/* LPR lanes (consecutive, in one warp) per channel row, NS/LPR states each:
- * LPR = 2 doubles the warps per SM at MambaVision shapes (one thread per row
- * left ~10 warps/SM with a long per-step chain: latency-bound). The chunk's
- * T steps are fully unrolled with no per-step guard: steps past len carry
- * delta' = u = B = 0, so a = 2^0 = 1 and h = 1*h + 0 stays exactly h. Each
- * lane writes its partial y (lane 0 with D*u) to its own shared plane; the
- * coalesced store pass sums the LPR planes (no shuffles, no registers held
- * across the chunk). */
-#ifndef MVRT_ROW_FWD_UNROLL
-#define MVRT_ROW_FWD_UNROLL 4
-#endif
-/* Register cap: with LPR >= 2 a MambaVision block is 160-256 threads; 96
- * registers let 4 such blocks of 160 share an SM (one wave at MV-T s3). */
-#if defined(MVRT_GPU_CUDA) && !defined(MVRT_ROW_FWD_NOMAXNREG)
-#define MVRT_ROW_FWD_BOUNDS(LPR) __launch_bounds__(256) __maxnreg__((LPR) >= 2 ? MVRT_ROW_FWD_NREG : 128)
-#else
-#define MVRT_ROW_FWD_BOUNDS(LPR) __launch_bounds__(256, 2)
-#endif
-#ifndef MVRT_ROW_FWD_NREG
-#define MVRT_ROW_FWD_NREG 96
-#endif
-template <typename Tin, int NS, int T, int LPR>
-__global__ void MVRT_ROW_FWD_BOUNDS(LPR) scan_fwd_row_kernel(const kparams k)
+template <typename Tin, int NS, int T>
+__global__ void __launch_bounds__(256, 2) scan_fwd_row_kernel(const kparams k)
 {
-    constexpr int NSL = NS / LPR; /* states per lane */
-    constexpr int KR = T / LPR;   /* load rounds per thread */
-    constexpr int UF = MVRT_ROW_FWD_UNROLL;
-    static_assert(NSL >= 1 && KR >= 1 && NS % LPR == 0 && T % LPR == 0, "lanes per row");
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
     const mvrt_scan_params_t &p = k.p;
     const int srow = T + 1;
-    const int rows_alloc = blockDim.x / LPR;
+    const int rows_alloc = blockDim.x;
     float *sB = smem;                          /* [T][NS] */
     float *sC = sB + T * NS;
-    float *su = sC + T * NS;                   /* u */
-    float *sd = su + rows_alloc * srow;        /* raw delta, then delta' */
-    float *sy = sd + rows_alloc * srow;        /* [LPR][rows][srow] partial y */
-    float *sz = sy + LPR * rows_alloc * srow;  /* z (only with z) */
+    float *su = sC + T * NS;                   /* u, then y */
+    float *sd = su + rows_alloc * srow;        /* raw delta */
+    float *sz = sd + rows_alloc * srow;        /* z (only with z) */
     const bool has_z = p.z.data != 0;
-    const int r = threadIdx.x / LPR;
-    const int sub = threadIdx.x % LPR;
+    const int r = threadIdx.x;
     const int64_t L = p.seqlen;
     const int N = (int)p.dstate;
     const int nchunks = (int)((L + T - 1) / T);
@@ -196,25 +167,23 @@ __global__ void MVRT_ROW_FWD_BOUNDS(LPR) scan_fwd_row_kernel(const kparams k)
         const work wk = decode(k, w);
         const bool rowvalid = r < wk.nrows;
         const int64_t d = wk.d0 + (rowvalid ? r : 0);
-        float A2[NSL], h[NSL];
+        float A2[NS], h[NS];
 #pragma unroll
-        for (int j = 0; j < NSL; ++j) {
-            const int js = sub * NSL + j;
-            A2[j] = (rowvalid && js < N) ? ((const float *)p.A.data)[d * p.A.stride[0] + js * p.A.stride[1]] * MVRT_SCAN_LOG2E : 0.f;
+        for (int j = 0; j < NS; ++j) {
+            A2[j] = (rowvalid && j < N) ? ((const float *)p.A.data)[d * p.A.stride[0] + j * p.A.stride[1]] * MVRT_SCAN_LOG2E : 0.f;
             h[j] = 0.f;
         }
-        /* D*u goes into lane 0's partial y */
-        const float Dd = (p.D.data && rowvalid && sub == 0) ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+        const float Dd = (p.D.data && rowvalid) ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
         const float bias = (p.delta_bias.data && rowvalid) ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
         const bool sp = p.delta_softplus != 0;
 
-        float ru[KR], rd[KR], rz[KR];
+        float ru[T], rd[T], rz[T];
         bc_regs<T, NS> rB, rC;
         {
             const int len0 = (int)(L < T ? L : T);
-            tile_load<Tin, KR>(ru, p.u, wk, 0, len0, m);
-            tile_load<Tin, KR>(rd, p.delta, wk, 0, len0, m);
-            if (has_z) tile_load<Tin, KR>(rz, p.z, wk, 0, len0, m);
+            tile_load<Tin, T>(ru, p.u, wk, 0, len0, m);
+            tile_load<Tin, T>(rd, p.delta, wk, 0, len0, m);
+            if (has_z) tile_load<Tin, T>(rz, p.z, wk, 0, len0, m);
             bc_load<Tin, T, NS>(rB, p.B, wk, 0, len0, N);
             bc_load<Tin, T, NS>(rC, p.C, wk, 0, len0, N);
         }
@@ -222,51 +191,53 @@ __global__ void MVRT_ROW_FWD_BOUNDS(LPR) scan_fwd_row_kernel(const kparams k)
             const int64_t t0 = (int64_t)c * T;
             const int len = (int)((L - t0) < T ? (L - t0) : T);
             __syncthreads(); /* the previous chunk's shared data is consumed */
-            tile_store_smem<KR>(su, ru, srow, m);
-            tile_store_smem<KR>(sd, rd, srow, m);
-            if (has_z) tile_store_smem<KR>(sz, rz, srow, m);
+            tile_store_smem<T>(su, ru, srow, m);
+            tile_store_smem<T>(sd, rd, srow, m);
+            if (has_z) tile_store_smem<T>(sz, rz, srow, m);
             bc_store_smem<T, NS>(sB, rB);
             bc_store_smem<T, NS>(sC, rC);
             __syncthreads();
             if (c + 1 < nchunks) { /* in flight while this chunk computes */
                 const int64_t t1 = t0 + T;
                 const int len1 = (int)((L - t1) < T ? (L - t1) : T);
-                tile_load<Tin, KR>(ru, p.u, wk, t1, len1, m);
-                tile_load<Tin, KR>(rd, p.delta, wk, t1, len1, m);
-                if (has_z) tile_load<Tin, KR>(rz, p.z, wk, t1, len1, m);
+                tile_load<Tin, T>(ru, p.u, wk, t1, len1, m);
+                tile_load<Tin, T>(rd, p.delta, wk, t1, len1, m);
+                if (has_z) tile_load<Tin, T>(rz, p.z, wk, t1, len1, m);
                 bc_load<Tin, T, NS>(rB, p.B, wk, t1, len1, N);
                 bc_load<Tin, T, NS>(rC, p.C, wk, t1, len1, N);
             }
             float *ur = su + r * srow;
             float *dr = sd + r * srow;
-            /* delta' of the row's chunk first, the steps spread over the row's
-             * lanes (independent chains: exp/log latency stays off the
-             * recurrence); 0 past len (see above) */
+            /* delta' of the row's chunk first: T independent chains (ILP),
+             * which keeps exp/log latency off the recurrence's path */
+            if (len == T) {
 #pragma unroll
-            for (int q = 0; q < KR; ++q) {
-                const int t = q * LPR + sub;
-                const float v = dr[t] + bias;
-                dr[t] = t < len ? (sp ? fast_softplus(v) : v) : 0.f;
+                for (int t = 0; t < T; ++t) {
+                    const float v = dr[t] + bias;
+                    dr[t] = sp ? fast_softplus(v) : v;
+                }
+            } else {
+                for (int t = 0; t < len; ++t) {
+                    const float v = dr[t] + bias;
+                    dr[t] = sp ? fast_softplus(v) : v;
+                }
             }
-            if (LPR > 1) MVRT_SYNCWARP();
-            float *yr = sy + (sub * rows_alloc + r) * srow;
-#pragma unroll UF
-            for (int t = 0; t < T; ++t) {
+#pragma unroll 2
+            for (int t = 0; t < len; ++t) {
                 const float uv = ur[t];
                 const float dv = dr[t];
-                float Bv[NSL], Cv[NSL];
-                lds_vec<NSL>(Bv, sB + t * NS + sub * NSL);
-                lds_vec<NSL>(Cv, sC + t * NS + sub * NSL);
+                float Bv[NS], Cv[NS];
+                lds_vec<NS>(Bv, sB + t * NS);
+                lds_vec<NS>(Cv, sC + t * NS);
                 const float du = dv * uv;
-                float y0 = Dd * uv, y1 = 0.f; /* two short chains */
+                float y = 0.f;
 #pragma unroll
-                for (int j = 0; j < NSL; ++j) {
+                for (int j = 0; j < NS; ++j) {
                     const float a = mvrt_fast_exp2(dv * A2[j]);
                     h[j] = fmaf(a, h[j], du * Bv[j]);
-                    if (j & 1) y1 = fmaf(Cv[j], h[j], y1);
-                    else y0 = fmaf(Cv[j], h[j], y0);
+                    y = fmaf(Cv[j], h[j], y);
                 }
-                yr[t] = y0 + y1;
+                ur[t] = fmaf(Dd, uv, y);
             }
             __syncthreads();
             {
@@ -277,11 +248,9 @@ __global__ void MVRT_ROW_FWD_BOUNDS(LPR) scan_fwd_row_kernel(const kparams k)
                 int so = m.row0 * srow + m.st, sstp = m.rstep * srow;
                 MVRT_OPAQUE32(sstp);
 #pragma unroll
-                for (int q = 0; q < KR; ++q) {
+                for (int q = 0; q < T; ++q) {
                     if (q < nk) {
-                        float y = sy[so];
-#pragma unroll
-                        for (int l = 1; l < LPR; ++l) y += sy[l * rows_alloc * srow + so];
+                        float y = su[so];
                         if (has_z) {
                             const float zz = sz[so];
                             y *= zz * fast_sigmoid(zz);
@@ -295,20 +264,17 @@ __global__ void MVRT_ROW_FWD_BOUNDS(LPR) scan_fwd_row_kernel(const kparams k)
         }
         if (p.last_state.data && rowvalid) {
 #pragma unroll
-            for (int j = 0; j < NSL; ++j) {
-                const int js = sub * NSL + j;
-                if (js < N)
+            for (int j = 0; j < NS; ++j)
+                if (j < N)
                     ((float *)p.last_state.data)[wk.b * p.last_state.stride[0] + d * p.last_state.stride[1] +
-                                                 js * p.last_state.stride[2]] = h[j];
-            }
+                                                 j * p.last_state.stride[2]] = h[j];
         }
     }
 }
+
 /* ============================================================= backward */
-/* MINB: blocks per SM the register allocation must allow (1: up to 255
- * registers; 2: 128). */
-template <typename Tin, int NS, int T, int TB, bool PF, int MINB>
-__global__ void __launch_bounds__(256, MINB) scan_bwd_row_kernel(const kparams k)
+template <typename Tin, int NS, int T, int TB, bool PF>
+__global__ void __launch_bounds__(256, 1) scan_bwd_row_kernel(const kparams k)
 {
     extern __shared__ float4 smem4[];
     float *smem = reinterpret_cast<float *>(smem4);
@@ -635,9 +601,7 @@ __global__ void __launch_bounds__(256, MINB) scan_bwd_row_kernel(const kparams k
 /* ============================================================ host side */
 
 struct row_config {
-    int ns;        /* states per row (N rounded up to 1, 2, 4, 8, 16) */
-    int lpr;       /* forward: lanes per row (ns/lpr states each); backward: 1 */
-    int minb;      /* backward: blocks per SM the registers allow (launch bounds) */
+    int ns;        /* states per thread (N rounded up to 1, 2, 4, 8, 16) */
     int T, TB;     /* chunk length, backward sub-chunk */
     int ch, ntiles, threads;
     int nchunks;
@@ -656,12 +620,12 @@ static inline bool row_path_supported(const mvrt_scan_params_t &p, int sm_count)
 
 static inline int row_ns(int64_t N) { return N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : 16; }
 
-static inline size_t row_smem(bool bwd, bool has_z, int threads, int T, int TB, int ns, int warp, int lpr)
+static inline size_t row_smem(bool bwd, bool has_z, int threads, int T, int TB, int ns, int warp)
 {
     const size_t srow = (size_t)T + 1;
     size_t f = 2 * (size_t)T * ns;
     if (!bwd) {
-        f += (size_t)((has_z ? 3 : 2) + lpr) * (size_t)(threads / lpr) * srow;
+        f += (has_z ? 3 : 2) * (size_t)threads * srow;
     } else {
         f += (size_t)(threads / warp) * T * 2 * ns;
         f += (size_t)(T / TB) * ns * threads;
@@ -670,35 +634,16 @@ static inline size_t row_smem(bool bwd, bool has_z, int threads, int T, int TB, 
     return f * sizeof(float);
 }
 
-/* Forward lanes per row: 2 where a row has at least 4 states (measured on
- * the H100 at the MambaVision rows, PERF_NOTES v4); lpr_req > 0 asks for
- * 1, 2 or 4 (capped by the row's states). */
-static inline int row_lpr(int ns, int lpr_req)
-{
-    int l = lpr_req > 0 ? lpr_req : (ns >= 4 ? 2 : 1);
-    if (l != 1 && l != 2 && l != 4) l = 1;
-    while (l > ns) l /= 2;
-    return l;
-}
-
 /* rows_max: channels per block at most (0: automatic from the SM count);
- * t_fwd: forward chunk length (16 or 32; 0: automatic); lpr_req: forward
- * lanes per row (0: automatic). */
+ * t_fwd: forward chunk length (16 or 32; 0: automatic). */
 static inline row_config make_row_config(const mvrt_scan_params_t &p, bool bwd, size_t smem_limit, int warp,
-                                         int sm_count, int rows_max, int t_fwd, int lpr_req, int bwd_var)
+                                         int sm_count, int rows_max, int t_fwd)
 {
     row_config c;
     c.ns = row_ns(p.dstate);
-    c.lpr = bwd ? 1 : row_lpr(c.ns, lpr_req);
     (void)t_fwd; /* 16 only for now (T = 32 spilled: 64 prefetch registers) */
     c.T = 16;
     c.TB = c.ns >= 16 ? 2 : c.ns >= 8 ? 4 : 8;
-    c.minb = 1;
-    /* N = 8 variants: bwd_var = 10*TB + MINB (22, 42, 23; else 41) */
-    if (c.ns == 8 && (bwd_var == 22 || bwd_var == 42 || bwd_var == 23)) {
-        c.TB = bwd_var / 10;
-        c.minb = bwd_var % 10;
-    }
     const int64_t dpg = p.dim / p.groups;
     int rmax = rows_max;
     if (rmax <= 0) {
@@ -707,15 +652,15 @@ static inline row_config make_row_config(const mvrt_scan_params_t &p, bool bwd, 
         rmax = 256;
         while (rmax > warp && p.batch * p.groups * ((dpg + rmax - 1) / rmax) < 2 * (int64_t)sm_count) rmax /= 2;
     }
-    if (rmax > 256 / c.lpr) rmax = 256 / c.lpr; /* 256 threads per block at most */
-    if (rmax < warp / c.lpr) rmax = warp / c.lpr;
+    if (rmax < warp) rmax = warp;
+    if (rmax > 256) rmax = 256;
     for (;;) {
         const int64_t nt = (dpg + rmax - 1) / rmax;
         c.ntiles = (int)nt;
         c.ch = (int)((dpg + nt - 1) / nt);
-        c.threads = ((c.ch * c.lpr + warp - 1) / warp) * warp;
-        c.smem = row_smem(bwd, p.z.data != 0, c.threads, c.T, c.TB, c.ns, warp, c.lpr);
-        if (c.smem <= smem_limit || rmax * c.lpr <= warp) break;
+        c.threads = ((c.ch + warp - 1) / warp) * warp;
+        c.smem = row_smem(bwd, p.z.data != 0, c.threads, c.T, c.TB, c.ns, warp);
+        if (c.smem <= smem_limit || rmax <= warp) break;
         rmax /= 2;
     }
     c.nchunks = (int)((p.seqlen + c.T - 1) / c.T);
@@ -752,10 +697,10 @@ static inline kparams make_row_kparams(const mvrt_scan_params_t &p, const row_co
     return k;
 }
 
-template <typename Tin, int NS, int T, int LPR>
+template <typename Tin, int NS, int T>
 static mvrt_gpu_error_t launch_fwd_row_t(const kparams &k, const row_config &c, mvrt_gpu_stream_t s)
 {
-    auto fn = scan_fwd_row_kernel<Tin, NS, T, LPR>;
+    auto fn = scan_fwd_row_kernel<Tin, NS, T>;
     if (c.smem > 48 * 1024) {
         mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
         if (e != MVRT_GPU_SUCCESS) return e;
@@ -764,10 +709,11 @@ static mvrt_gpu_error_t launch_fwd_row_t(const kparams &k, const row_config &c, 
     return mvrt_gpu_get_last_error();
 }
 
-template <typename Tin, int NS, int TB, int MINB>
+template <typename Tin, int NS>
 static mvrt_gpu_error_t launch_bwd_row_t(const kparams &k, const row_config &c, mvrt_gpu_stream_t s)
 {
-    auto fn = scan_bwd_row_kernel<Tin, NS, 16, TB, false, MINB>;
+    constexpr int TB = NS >= 16 ? 2 : NS >= 8 ? 4 : 8;
+    auto fn = scan_bwd_row_kernel<Tin, NS, 16, TB, false>;
     if (c.smem > 48 * 1024) {
         mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
         if (e != MVRT_GPU_SUCCESS) return e;
@@ -790,33 +736,23 @@ static mvrt_gpu_error_t launch_bwd_row_t(const kparams &k, const row_config &c, 
 template <typename Tin>
 static mvrt_gpu_error_t launch_fwd_row_typed(const kparams &k, const row_config &c, mvrt_gpu_stream_t s)
 {
-#define MVRT_ROW_FWD(NSV, LPRV)                                             \
-    if (c.ns == NSV && c.lpr == LPRV) {                                     \
-        return launch_fwd_row_t<Tin, NSV, 16, LPRV>(k, c, s);               \
+#define MVRT_ROW_FWD(NSV)                                                   \
+    if (c.ns == NSV) {                                                      \
+        return launch_fwd_row_t<Tin, NSV, 16>(k, c, s);                     \
     }
-    MVRT_ROW_FWD(1, 1) MVRT_ROW_FWD(2, 1) MVRT_ROW_FWD(4, 1) MVRT_ROW_FWD(8, 1) MVRT_ROW_FWD(16, 1)
-    MVRT_ROW_FWD(2, 2) MVRT_ROW_FWD(4, 2) MVRT_ROW_FWD(8, 2) MVRT_ROW_FWD(16, 2)
-    MVRT_ROW_FWD(4, 4) MVRT_ROW_FWD(8, 4) MVRT_ROW_FWD(16, 4)
+    MVRT_ROW_FWD(1) MVRT_ROW_FWD(2) MVRT_ROW_FWD(4) MVRT_ROW_FWD(8) MVRT_ROW_FWD(16)
 #undef MVRT_ROW_FWD
     return (mvrt_gpu_error_t)1;
 }
 template <typename Tin>
 static mvrt_gpu_error_t launch_bwd_row_typed(const kparams &k, const row_config &c, mvrt_gpu_stream_t s)
 {
-    /* the variants (sub-chunk TB, register cap) exist for N = 8 only */
-    if (c.ns == 8) {
-        switch (c.TB * 10 + c.minb) {
-        case 22: return launch_bwd_row_t<Tin, 8, 2, 2>(k, c, s);
-        case 42: return launch_bwd_row_t<Tin, 8, 4, 2>(k, c, s);
-        case 23: return launch_bwd_row_t<Tin, 8, 2, 3>(k, c, s);
-        default: return launch_bwd_row_t<Tin, 8, 4, 1>(k, c, s);
-        }
-    }
     switch (c.ns) {
-    case 1: return launch_bwd_row_t<Tin, 1, 8, 1>(k, c, s);
-    case 2: return launch_bwd_row_t<Tin, 2, 8, 1>(k, c, s);
-    case 4: return launch_bwd_row_t<Tin, 4, 8, 1>(k, c, s);
-    case 16: return launch_bwd_row_t<Tin, 16, 2, 1>(k, c, s);
+    case 1: return launch_bwd_row_t<Tin, 1>(k, c, s);
+    case 2: return launch_bwd_row_t<Tin, 2>(k, c, s);
+    case 4: return launch_bwd_row_t<Tin, 4>(k, c, s);
+    case 8: return launch_bwd_row_t<Tin, 8>(k, c, s);
+    case 16: return launch_bwd_row_t<Tin, 16>(k, c, s);
     default: return (mvrt_gpu_error_t)1;
     }
 }
