@@ -839,6 +839,24 @@ static mvrt_gpu_error_t launch_fwd_t(const kparams &k, const config &c, mvrt_gpu
     return mvrt_gpu_get_last_error();
 }
 
+/* The backward's second stage, shared by both kernel families: fixed-order
+ * sums of the per-row partials (dA, dD, ddelta_bias, constant dB/dC) over the
+ * batch, and of the per-tile dB/dC partials over channel tiles. */
+template <typename Tin>
+static mvrt_gpu_error_t launch_bwd_reductions(const kparams &k, mvrt_gpu_stream_t s)
+{
+    const int64_t nrow_items = k.p.dim * (3 * k.p.dstate + 2);
+    scan_bwd_reduce_rows<<<grid_for((nrow_items + 255) / 256), 256, 0, s>>>(k);
+    mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
+    if (e != MVRT_GPU_SUCCESS) return e;
+    if (k.ws_bc) {
+        const int64_t n = k.p.batch * k.p.groups * 2 * k.p.dstate * k.p.seqlen;
+        scan_bwd_reduce_bc<Tin><<<grid_for((n + 255) / 256), 256, 0, s>>>(k);
+        e = mvrt_gpu_get_last_error();
+    }
+    return e;
+}
+
 template <typename Tin, int NPT, int TPR>
 static mvrt_gpu_error_t launch_bwd_t(const kparams &k, const config &c, mvrt_gpu_stream_t s)
 {
@@ -851,16 +869,7 @@ static mvrt_gpu_error_t launch_bwd_t(const kparams &k, const config &c, mvrt_gpu
     fn<<<grid_for(k.nwork), c.threads, c.smem, s>>>(k);
     mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
     if (e != MVRT_GPU_SUCCESS) return e;
-    const int64_t nrow_items = k.p.dim * (3 * k.p.dstate + 2);
-    scan_bwd_reduce_rows<<<grid_for((nrow_items + 255) / 256), 256, 0, s>>>(k);
-    e = mvrt_gpu_get_last_error();
-    if (e != MVRT_GPU_SUCCESS) return e;
-    if (k.ws_bc) {
-        const int64_t n = k.p.batch * k.p.groups * 2 * k.p.dstate * k.p.seqlen;
-        scan_bwd_reduce_bc<Tin><<<grid_for((n + 255) / 256), 256, 0, s>>>(k);
-        e = mvrt_gpu_get_last_error();
-    }
-    return e;
+    return launch_bwd_reductions<Tin>(k, s);
 }
 
 /* Dispatch over the supported (NPT, TPR) pairs. Returns false when the pair

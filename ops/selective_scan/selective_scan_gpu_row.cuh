@@ -721,16 +721,7 @@ static mvrt_gpu_error_t launch_bwd_row_t(const kparams &k, const row_config &c, 
     fn<<<grid_for(k.nwork), c.threads, c.smem, s>>>(k);
     mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
     if (e != MVRT_GPU_SUCCESS) return e;
-    const int64_t nrow_items = k.p.dim * (3 * k.p.dstate + 2);
-    scan_bwd_reduce_rows<<<grid_for((nrow_items + 255) / 256), 256, 0, s>>>(k);
-    e = mvrt_gpu_get_last_error();
-    if (e != MVRT_GPU_SUCCESS) return e;
-    if (k.ws_bc) {
-        const int64_t n = k.p.batch * k.p.groups * 2 * k.p.dstate * k.p.seqlen;
-        scan_bwd_reduce_bc<Tin><<<grid_for((n + 255) / 256), 256, 0, s>>>(k);
-        e = mvrt_gpu_get_last_error();
-    }
-    return e;
+    return launch_bwd_reductions<Tin>(k, s);
 }
 
 template <typename Tin>
