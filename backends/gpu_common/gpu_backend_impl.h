@@ -128,6 +128,12 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         st = mvrt_gpu_fail(e, MVRT_GPU_API_PREFIX "GetDeviceProperties");
         goto fail;
     }
+    if (d->prop.warpSize != 32 && d->prop.warpSize != 64) {
+        /* the kernels are compiled for 32- or 64-wide warps only */
+        st = mvrt_gpu_host->set_error(MVRT_ERR_UNAVAILABLE, MVRT_GPU_NAME ": device %d has warp width %d (32 or 64 supported)",
+                                      index, d->prop.warpSize);
+        goto fail;
+    }
     {
         gpuMemPoolProps props;
         memset(&props, 0, sizeof props);
@@ -164,6 +170,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
             optin = (int)d->prop.sharedMemPerBlock;
         (void)gpuGetLastError();
         d->tuning.smem_limit = (size_t)optin;
+        d->tuning.warp_size = d->prop.warpSize;
         /* Benchmark knob: threads per channel row of the scan kernels. */
         const char *tpr = getenv(MVRT_GPU_TPR_ENV);
         d->tuning.tpr_override = 0;

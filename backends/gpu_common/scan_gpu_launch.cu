@@ -62,13 +62,13 @@ bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
-    return make_row_config(*p, bwd != 0, t->smem_limit, MVRT_WARP_SIZE, sm_count(), kn.rows_max, kn.t_fwd);
+    return make_row_config(*p, bwd != 0, t->smem_limit, t->warp_size, sm_count(), kn.rows_max, kn.t_fwd);
 }
 } // namespace
 
 static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
-    return make_config(*p, bwd != 0, t->smem_limit, MVRT_WARP_SIZE, t->tpr_override);
+    return make_config(*p, bwd != 0, t->smem_limit, t->warp_size, t->tpr_override);
 }
 
 extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,

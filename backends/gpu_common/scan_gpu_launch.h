@@ -19,6 +19,11 @@ extern "C" {
 typedef struct mvrt_gpu_scan_tuning {
     size_t smem_limit; /* opt-in shared memory per block of the device */
     int tpr_override;  /* threads per channel row; 0 = automatic */
+    /* The device's warp (wavefront) width: 32 on NVIDIA and AMD RDNA, 64 on
+     * AMD CDNA (gfx9). Block sizes and shared memory are planned with it, to
+     * match MVRT_WARP_SIZE of the kernels' device pass; the host pass cannot
+     * know the AMD target, so its MVRT_WARP_SIZE must not be used here. */
+    int warp_size;
 } mvrt_gpu_scan_tuning_t;
 
 gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t, gpuStream_t s);
