@@ -21,7 +21,16 @@
  * use a fixed shuffle tree + fixed-order sums over warps and tiles; sums over
  * the batch (dA, dD, ddelta_bias, constant dB/dC) go through per-(b, d)
  * partials summed in fixed order by a second kernel: bitwise deterministic.
- * All offsets are 64-bit. */
+ * All offsets are 64-bit.
+ *
+ * Warp width (AMD CDNA runs 64-wide wavefronts): every lane count, shuffle
+ * width, lane/warp index and per-warp shared-memory slot is written in terms
+ * of MVRT_WARP_SIZE (ops/common/gpu_vendor.h: 32 for NVIDIA and RDNA, 64 when
+ * the HIP device pass targets gfx9), never the literal 32; shuffles go through
+ * MVRT_SHFL_XOR (full-warp on CUDA, whole wavefront on HIP) and the reductions
+ * loop log2(MVRT_WARP_SIZE) times. The host side plans block sizes and shared
+ * memory with the device's reported warpSize (mvrt_gpu_scan_tuning_t), which
+ * equals the device pass's constant. */
 #ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_CUH
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_CUH
 
