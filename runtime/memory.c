@@ -38,6 +38,23 @@ static mvrt_status_t check_same_backend(const char *fn, const char *a_name,
 
 /* ---- buffers ------------------------------------------------------------ */
 
+/* The runtime's record of a buffer: owned memory from the plugin, or
+ * borrowed memory mvrt never frees. */
+static mvrt_status_t new_buffer_record(const char *fn, mvrt_backend_t *backend, void *data,
+                                       size_t bytes, int owned, mvrt_buffer_t **out_buffer)
+{
+    mvrt_buffer_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn,
+                              sizeof *b);
+    b->backend = backend;
+    b->data = data;
+    b->size = bytes;
+    b->owned = owned;
+    *out_buffer = b;
+    return MVRT_OK;
+}
+
 mvrt_status_t mvrt_buffer_alloc(mvrt_backend_t *backend, size_t bytes, mvrt_buffer_t **out_buffer)
 {
     static const char fn[] = "mvrt_buffer_alloc";
@@ -47,22 +64,14 @@ mvrt_status_t mvrt_buffer_alloc(mvrt_backend_t *backend, size_t bytes, mvrt_buff
         return mvrt_error_set(INVALID, "%s: bytes is 0; it must be > 0", fn);
     if (!out_buffer)
         return mvrt_error_set(INVALID, "%s: out_buffer is NULL", fn);
-    mvrt_buffer_t *b = calloc(1, sizeof *b);
-    if (!b)
-        return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn,
-                              sizeof *b);
     void *ptr = NULL;
     mvrt_status_t st = backend->vt->mem_alloc(backend->device, bytes, &ptr);
-    if (st != MVRT_OK) {
-        free(b);
+    if (st != MVRT_OK)
         return st;
-    }
-    b->backend = backend;
-    b->data = ptr;
-    b->size = bytes;
-    b->owned = 1;
-    *out_buffer = b;
-    return MVRT_OK;
+    st = new_buffer_record(fn, backend, ptr, bytes, 1, out_buffer);
+    if (st != MVRT_OK)
+        backend->vt->mem_free(backend->device, ptr);
+    return st;
 }
 
 mvrt_status_t mvrt_buffer_wrap(mvrt_backend_t *backend, void *device_ptr, size_t bytes,
@@ -80,16 +89,7 @@ mvrt_status_t mvrt_buffer_wrap(mvrt_backend_t *backend, void *device_ptr, size_t
                               fn, device_ptr, bytes);
     if (!out_buffer)
         return mvrt_error_set(INVALID, "%s: out_buffer is NULL", fn);
-    mvrt_buffer_t *b = calloc(1, sizeof *b);
-    if (!b)
-        return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn,
-                              sizeof *b);
-    b->backend = backend;
-    b->data = device_ptr;
-    b->size = bytes;
-    b->owned = 0;
-    *out_buffer = b;
-    return MVRT_OK;
+    return new_buffer_record(fn, backend, device_ptr, bytes, 0, out_buffer);
 }
 
 void mvrt_buffer_free(mvrt_buffer_t *buffer)
@@ -118,18 +118,29 @@ mvrt_backend_t *mvrt_buffer_backend(const mvrt_buffer_t *buffer)
 
 /* ---- copies and fill ---------------------------------------------------- */
 
+/* One device side of a copy: present, the byte range inside it, and on the
+ * same backend as the stream (when one is given). */
+static mvrt_status_t check_copy_side(const char *fn, const char *which, const mvrt_buffer_t *buf,
+                                     size_t offset, size_t bytes, const mvrt_stream_t *stream)
+{
+    mvrt_status_t st;
+    if (!buf)
+        return mvrt_error_set(INVALID, "%s: %s is NULL", fn, which);
+    if ((st = check_range(fn, which, buf, offset, bytes)) != MVRT_OK)
+        return st;
+    if (stream && (st = check_same_backend(fn, "stream", stream->backend, which, buf->backend)))
+        return st;
+    return MVRT_OK;
+}
+
 mvrt_status_t mvrt_copy_host_to_device(mvrt_stream_t *stream, mvrt_buffer_t *dst,
                                        size_t dst_offset, const void *src, size_t bytes)
 {
     static const char fn[] = "mvrt_copy_host_to_device";
     mvrt_status_t st;
-    if (!dst)
-        return mvrt_error_set(INVALID, "%s: dst is NULL", fn);
     if (!src)
         return mvrt_error_set(INVALID, "%s: src is NULL", fn);
-    if ((st = check_range(fn, "dst", dst, dst_offset, bytes)) != MVRT_OK)
-        return st;
-    if (stream && (st = check_same_backend(fn, "stream", stream->backend, "dst", dst->backend)))
+    if ((st = check_copy_side(fn, "dst", dst, dst_offset, bytes, stream)) != MVRT_OK)
         return st;
     if (bytes == 0)
         return MVRT_OK;
@@ -145,11 +156,7 @@ mvrt_status_t mvrt_copy_device_to_host(mvrt_stream_t *stream, void *dst, const m
     mvrt_status_t st;
     if (!dst)
         return mvrt_error_set(INVALID, "%s: dst is NULL", fn);
-    if (!src)
-        return mvrt_error_set(INVALID, "%s: src is NULL", fn);
-    if ((st = check_range(fn, "src", src, src_offset, bytes)) != MVRT_OK)
-        return st;
-    if (stream && (st = check_same_backend(fn, "stream", stream->backend, "src", src->backend)))
+    if ((st = check_copy_side(fn, "src", src, src_offset, bytes, stream)) != MVRT_OK)
         return st;
     if (bytes == 0)
         return MVRT_OK;
@@ -164,17 +171,11 @@ mvrt_status_t mvrt_copy_device_to_device(mvrt_stream_t *stream, mvrt_buffer_t *d
 {
     static const char fn[] = "mvrt_copy_device_to_device";
     mvrt_status_t st;
-    if (!dst)
-        return mvrt_error_set(INVALID, "%s: dst is NULL", fn);
-    if (!src)
-        return mvrt_error_set(INVALID, "%s: src is NULL", fn);
-    if ((st = check_range(fn, "dst", dst, dst_offset, bytes)) != MVRT_OK)
+    if ((st = check_copy_side(fn, "dst", dst, dst_offset, bytes, stream)) != MVRT_OK)
         return st;
-    if ((st = check_range(fn, "src", src, src_offset, bytes)) != MVRT_OK)
+    if ((st = check_copy_side(fn, "src", src, src_offset, bytes, NULL)) != MVRT_OK)
         return st;
     if ((st = check_same_backend(fn, "dst", dst->backend, "src", src->backend)) != MVRT_OK)
-        return st;
-    if (stream && (st = check_same_backend(fn, "stream", stream->backend, "dst", dst->backend)))
         return st;
     if (bytes == 0)
         return MVRT_OK;

@@ -370,14 +370,22 @@ static void fill_args(mvrt_scan_params_t *p, const mvrt_selective_scan_args_t *a
 
 /* ---- public entry points ------------------------------------------------ */
 
-mvrt_status_t mvrt_selective_scan_fwd(mvrt_stream_t *stream, const mvrt_selective_scan_args_t *args,
-                                      const mvrt_selective_scan_outputs_t *outputs)
+/* Tensors must live on the stream's backend; with no stream, on the backend
+ * of the first tensor checked (u). */
+static check_ctx_t ctx_for_stream(const char *fn, const mvrt_stream_t *stream)
 {
-    check_ctx_t c = {"mvrt_selective_scan_fwd", NULL, NULL};
+    check_ctx_t c = {fn, NULL, NULL};
     if (stream) {
         c.backend = stream->backend;
         c.backend_from = "the stream";
     }
+    return c;
+}
+
+mvrt_status_t mvrt_selective_scan_fwd(mvrt_stream_t *stream, const mvrt_selective_scan_args_t *args,
+                                      const mvrt_selective_scan_outputs_t *outputs)
+{
+    check_ctx_t c = ctx_for_stream("mvrt_selective_scan_fwd", stream);
     scan_dims_t d;
     mvrt_status_t st = validate_args(&c, args, &d);
     if (st != MVRT_OK)
@@ -528,11 +536,7 @@ mvrt_status_t mvrt_selective_scan_bwd(mvrt_stream_t *stream, const mvrt_selectiv
                                       const mvrt_selective_scan_grads_t *grads,
                                       mvrt_buffer_t *workspace)
 {
-    check_ctx_t c = {"mvrt_selective_scan_bwd", NULL, NULL};
-    if (stream) {
-        c.backend = stream->backend;
-        c.backend_from = "the stream";
-    }
+    check_ctx_t c = ctx_for_stream("mvrt_selective_scan_bwd", stream);
     scan_dims_t d;
     mvrt_status_t st = validate_args(&c, args, &d);
     if (st != MVRT_OK)
