@@ -11,14 +11,12 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job (until the MambaVision runner lands): what is usable, the
-# golden check on the best backend, and the scan benchmark.
-GOLDEN ?= ../shared/golden/scan_cases.safetensors
+# The main job: what is usable, then MambaVision-T on the best backend
+# (seeded weights; RUN_ARGS adds options, e.g. RUN_ARGS="--batch 64").
+RUN_ARGS ?=
 run: build
 	$(BUILD)/bin/mvrt info
-	@if [ -f "$(GOLDEN)" ]; then $(BUILD)/bin/mvrt check "$(GOLDEN)" --backend auto; \
-	 else echo "(no golden file at $(GOLDEN): skipping mvrt check)"; fi
-	$(BUILD)/bin/mvrt bench scan --backend auto --quick
+	$(BUILD)/bin/mvrt run $(RUN_ARGS)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

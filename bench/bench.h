@@ -8,6 +8,10 @@
  * argv[0] is "scan". Returns the process exit code. */
 int mvrt_bench_scan(int argc, char **argv);
 
+/* mvrt bench model|block [--backend NAME] [--quick]; argv[0] is "model" or
+ * "block". MambaVision through graphs vs the PyTorch figures of ANCHORS.md. */
+int mvrt_bench_model(int argc, char **argv);
+
 /* The baseline every CPU figure is quoted against: the straightforward
  * single-threaded scalar loop over (b, d), t, n with expf, f32, contiguous
  * (Bt, Dm, L) u/delta/out, variable B/C (Bt, N, L), A (Dm, N), D and

@@ -15,12 +15,15 @@
 #include "mvrt/core.h"
 #include "mvrt/backend.h"
 #include "../ops/selective_scan/scan_params.h"
+#include "../ops/common/mv_op_params.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define MVRT_PLUGIN_ABI_VERSION 1u
+/* 2: op_scratch_size/op_run added (MambaVision ops). The entry symbol keeps
+ * its name; the runtime passes its ABI version and checks the vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 2u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */
@@ -105,6 +108,20 @@ typedef struct mvrt_plugin_vtable {
     mvrt_status_t (*graph_capture_end)(void *device, void *stream, void **out_graph);
     mvrt_status_t (*graph_launch)(void *device, void *graph, void *stream);
     void (*graph_destroy)(void *device, void *graph);
+
+    /* ---- ABI v2: the MambaVision ops (ops/common/mv_op_params.h). Both may
+     * be NULL (no ops on this backend); op_run may also answer
+     * MVRT_ERR_UNSUPPORTED for one kind.
+     * op_scratch_size: bytes of device scratch op_run needs for `p` (e.g. an
+     *   im2col buffer); NULL means 0 for every op. Pure function of `p`'s
+     *   sizes (pointers may be NULL when queried), so the graph runner plans
+     *   it once and nothing is allocated while a graph runs.
+     * op_run: queues the op on `stream` (asynchronous on GPUs, complete on
+     *   return on the CPU). `scratch` holds at least the queried bytes (NULL
+     *   when 0). Must not allocate, free or synchronize: it is also called
+     *   while a stream is being captured into a graph. */
+    mvrt_status_t (*op_scratch_size)(void *device, const mvrt_op_params_t *p, size_t *out_bytes);
+    mvrt_status_t (*op_run)(void *device, void *stream, const mvrt_op_params_t *p, void *scratch);
 } mvrt_plugin_vtable_t;
 
 typedef const mvrt_plugin_vtable_t *(*mvrt_plugin_entry_fn)(const mvrt_host_api_t *host,

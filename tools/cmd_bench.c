@@ -9,7 +9,10 @@ static void bench_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype f32|f16|bf16]\n"
-            "  scan   selective scan forward + backward on the shared/ANCHORS.md shapes\n");
+            "       mvrt bench model|block [--backend NAME] [--quick]\n"
+            "  scan   selective scan forward + backward on the shared/ANCHORS.md shapes\n"
+            "  model  MambaVision-T/B networks through graphs vs PyTorch (ANCHORS.md)\n"
+            "  block  MambaVision stage-3 blocks through graphs vs PyTorch (ANCHORS.md)\n");
 }
 
 int mvrt_cmd_bench(int argc, char **argv)
@@ -21,6 +24,8 @@ int mvrt_cmd_bench(int argc, char **argv)
     }
     if (!strcmp(argv[1], "scan"))
         return mvrt_bench_scan(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "model") || !strcmp(argv[1], "block"))
+        return mvrt_bench_model(argc - 1, argv + 1);
     fprintf(stderr, "mvrt bench: unknown benchmark '%s'\n", argv[1]);
     bench_usage(stderr);
     return 2;

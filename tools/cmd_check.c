@@ -10,6 +10,7 @@
 #include "mvrt/mvrt.h"
 #include "commands.h"
 #include "golden_scan.h"
+#include "model_golden.h"
 
 #define CHECK_EXIT_FAIL 1
 #define CHECK_EXIT_USAGE 2
@@ -19,11 +20,18 @@ static void check_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt check FILE [--backend NAME] [--dtype f32|f16|bf16] [--strided]\n"
-            "                  [--threads N] [--verbose]\n"
+            "                  [--precision fp32|fast] [--threads N] [--verbose]\n"
             "\n"
             "Runs every case of a selective-scan golden file (.safetensors with metadata\n"
             "'cases' and 'case<i>', tensors 'case<i>.u', ...) forward and backward on one\n"
             "backend and compares out, last_state and every gradient with the file.\n"
+            "\n"
+            "A MambaVision golden file (metadata <name> = config JSON with \"kind\" mixer,\n"
+            "attention, stage or model; tensors <name>.input, <name>.output,\n"
+            "<name>.weights.<parameter>) is run through a graph instead: every part in the\n"
+            "file, twice (the second run replays the captured graph on GPUs and must be\n"
+            "bit-identical), compared with |got - ref| <= atol + rtol |ref|, rtol 2e-4 and\n"
+            "atol 2e-4 x RMS(ref) (--precision fast: 2e-2 and 2e-2 x RMS).\n"
             "\n"
             "  --backend NAME  cpu, cuda, cuda:N, hip, hip:N or auto (default auto)\n"
             "  --dtype T       input dtype of the run (default f32); f16/bf16 inputs are\n"
@@ -31,6 +39,7 @@ static void check_usage(FILE *to)
             "                  float64 golden outputs under the wider f16/bf16 tolerances\n"
             "  --strided       pass every tensor with padded, non-contiguous strides\n"
             "  --threads N     worker threads of the backend (CPU)\n"
+            "  --precision P   MambaVision files: fp32 (default, exact) or fast (TF32 GEMMs)\n"
             "  --verbose       one line per output with its errors and tolerance\n"
             "\n"
             "Tolerance: |x - ref| <= atol + rtol |ref| per element; base rtol/atol f32\n"
@@ -73,11 +82,53 @@ static int inputs_f32_exact(const mvrt_gs_case_t *c)
     return 1;
 }
 
+/* A MambaVision golden file: every part through a graph. */
+static int check_model_file(const mvrt_safetensors_t *file, const char *path, char parts[][128], int nparts,
+                            const char *backend_name, int threads, int math, int verbose)
+{
+    mvrt_backend_t *be = NULL;
+    mvrt_status_t st = mvrt_backend_open(backend_name, &be);
+    if (st != MVRT_OK) {
+        fprintf(stderr, "mvrt check: backend '%s': %s\n", backend_name, mvrt_last_error());
+        return st == MVRT_ERR_UNAVAILABLE ? CHECK_EXIT_UNAVAILABLE : CHECK_EXIT_USAGE;
+    }
+    if (threads > 0)
+        mvrt_backend_set_num_threads(be, threads);
+    mvrt_device_info_t info;
+    memset(&info, 0, sizeof info);
+    mvrt_backend_device_info(be, &info);
+    printf("mvrt check %s: %d MambaVision part(s) on %s (%s), %s math\n", path, nparts, mvrt_backend_name(be),
+           info.name[0] ? info.name : "?", math ? "fast" : "fp32");
+    int passed = 0, failed = 0;
+    for (int i = 0; i < nparts; i++) {
+        mvrt_mg_result_t r;
+        char err[1024];
+        if (mvrt_mg_check(be, file, parts[i], math, &r, err, sizeof err) != 0) {
+            printf("%s: ERROR: %s\n", parts[i], err);
+            failed++;
+            continue;
+        }
+        int ok = !r.nonfinite && r.worst_ratio <= 1.0;
+        printf("%s (%s, %s): max abs err %.3e, max rel err %.3e (of max |ref|), worst %.3f of tol "
+               "(rtol %.1e, atol %.2e)%s %s\n",
+               parts[i], r.kind, r.shape, r.max_abs, r.max_rel, r.worst_ratio, r.rtol, r.atol,
+               r.captured ? ", graph replayed" : "", ok ? "PASS" : "FAIL");
+        (void)verbose;
+        if (ok)
+            passed++;
+        else
+            failed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    mvrt_backend_close(be);
+    return failed ? CHECK_EXIT_FAIL : 0;
+}
+
 int mvrt_cmd_check(int argc, char **argv)
 {
     const char *path = NULL, *backend_name = "auto";
     mvrt_dtype_t dtype = MVRT_DTYPE_F32;
-    int verbose = 0, strided = 0, threads = 0;
+    int verbose = 0, strided = 0, threads = 0, math = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -88,6 +139,12 @@ int mvrt_cmd_check(int argc, char **argv)
             verbose = 1;
         } else if (strcmp(a, "--strided") == 0) {
             strided = 1;
+        } else if (strcmp(a, "--precision") == 0) {
+            if (i + 1 >= argc || (strcmp(argv[i + 1], "fp32") != 0 && strcmp(argv[i + 1], "fast") != 0)) {
+                fprintf(stderr, "mvrt check: --precision must be fp32 or fast\n");
+                return CHECK_EXIT_USAGE;
+            }
+            math = strcmp(argv[++i], "fast") == 0;
         } else if (strcmp(a, "--backend") == 0 || strcmp(a, "--dtype") == 0 ||
                    strcmp(a, "--threads") == 0) {
             if (i + 1 >= argc) {
@@ -135,6 +192,17 @@ int mvrt_cmd_check(int argc, char **argv)
     }
     char err[1024];
     int ncases = 0;
+    const char *cases_meta = NULL;
+    if (mvrt_safetensors_metadata(file, "cases", &cases_meta) != MVRT_OK) {
+        static char parts[64][128];
+        int nparts = mvrt_mg_list(file, parts, 64);
+        if (nparts > 0) {
+            int rc = check_model_file(file, path, parts, nparts < 64 ? nparts : 64, backend_name, threads, math,
+                                      verbose);
+            mvrt_safetensors_close(file);
+            return rc;
+        }
+    }
     if (mvrt_gs_case_count(file, &ncases, err, sizeof err) != 0) {
         fprintf(stderr, "mvrt check: %s: %s\n", path, err);
         mvrt_safetensors_close(file);

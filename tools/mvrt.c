@@ -11,13 +11,18 @@ static void print_usage(FILE *to)
             "mvrt %s - Mamba selective scan / MambaVision runtime\n"
             "\n"
             "usage:\n"
+            "  mvrt run [--backend NAME] [--config T] [--batch N] [--weights FILE] ...\n"
+            "                                     run MambaVision: images/s, latency, checksum\n"
             "  mvrt info                          backends, devices, why unavailable\n"
             "  mvrt check FILE [--backend NAME] [--dtype f32|f16|bf16] [--strided]\n"
             "             [--threads N] [--verbose]\n"
             "                                     run every case of a scan golden file forward\n"
-            "                                     and backward, compare, PASS/FAIL per case\n"
+            "                                     and backward, compare, PASS/FAIL per case;\n"
+            "                                     MambaVision golden files through graphs\n"
             "  mvrt bench scan [--backend NAME] [--threads LIST] [--quick]\n"
             "                                     time the scan on the ANCHORS.md shapes\n"
+            "  mvrt bench model|block [--backend NAME] [--quick]\n"
+            "                                     MambaVision-T and its stage-3 block vs ANCHORS.md\n"
             "  mvrt --version | --help\n",
             mvrt_version());
 }
@@ -41,6 +46,8 @@ int main(int argc, char **argv)
         return mvrt_cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return mvrt_cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return mvrt_cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return mvrt_cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "mvrt: unknown command '%s'\n\n", cmd);

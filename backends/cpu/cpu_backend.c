@@ -24,6 +24,7 @@
 
 #include "mvrt_plugin.h"
 #include "ops/selective_scan/scan_cpu.h"
+#include "ops/common/mv_cpu.h"
 
 /* Allocation alignment: the public contract promises 256 bytes. */
 #define MVRT_CPU_ALIGN 256
@@ -124,7 +125,8 @@ static int mvrt_cpu_cpuinfo(const char *key, char *dst, size_t size)
 
 static void mvrt_cpu_features(char *dst, size_t size)
 {
-    size_t len = (size_t)snprintf(dst, size, "scan:%s", mvrt_cpu_scan_isa());
+    size_t len = (size_t)snprintf(dst, size, "scan:%s gemm:%s", mvrt_cpu_scan_isa(),
+                                  mvrt_cpu_gemm_library());
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     /* __builtin_cpu_supports needs literal strings. */
@@ -392,6 +394,18 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
     return MVRT_OK;
 }
 
+/* ---- MambaVision ops ---------------------------------------------------- */
+
+static mvrt_status_t mvrt_cpu_op_run_entry(void *device, void *stream, const mvrt_op_params_t *p,
+                                           void *scratch)
+{
+    (void)stream;
+    (void)scratch;
+    if (mvrt_cpu_op_run(p, mvrt_cpu_threads(device)) != 0)
+        return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: op kind %d is not implemented", p->kind);
+    return MVRT_OK;
+}
+
 /* ---- entry point -------------------------------------------------------- */
 
 static const mvrt_plugin_vtable_t mvrt_cpu_vtable = {
@@ -424,6 +438,7 @@ static const mvrt_plugin_vtable_t mvrt_cpu_vtable = {
     .scan_fwd = mvrt_cpu_scan_fwd_entry,
     .scan_bwd_workspace_size = mvrt_cpu_scan_bwd_workspace_entry,
     .scan_bwd = mvrt_cpu_scan_bwd_entry,
+    .op_run = mvrt_cpu_op_run_entry,
 };
 
 __attribute__((visibility("default"))) const mvrt_plugin_vtable_t *

@@ -9,5 +9,6 @@
 #include "mvrt/tensor.h"
 #include "mvrt/selective_scan.h"
 #include "mvrt/safetensors.h"
+#include "mvrt/model.h"
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mvrt_plugin.h"
 #include "test_util.h"
 
 #ifndef MVRT_TEST_LIBDIR
@@ -223,15 +224,21 @@ int main(int argc, char **argv)
     const char *sc = argv[1];
     if (strcmp(sc, "missing") == 0)
         scenario_missing();
-    else if (strcmp(sc, "abi") == 0)
-        scenario_rejected("ABI version 2, expected 1");
-    else if (strcmp(sc, "noentry") == 0)
+    else if (strcmp(sc, "abi") == 0) {
+        char want[64];
+        snprintf(want, sizeof want, "ABI version %u, expected %u", MVRT_PLUGIN_ABI_VERSION + 1,
+                 MVRT_PLUGIN_ABI_VERSION);
+        scenario_rejected(want);
+    } else if (strcmp(sc, "noentry") == 0)
         scenario_rejected("no entry point mvrt_backend_plugin_entry_v1");
     else if (strcmp(sc, "probe") == 0)
         scenario_rejected("probe failed: fake: no driver (libfakevendor.so.1");
-    else if (strcmp(sc, "nullvtable") == 0)
-        scenario_rejected("entry point returned no vtable for ABI version 1: fake: refusing to load");
-    else if (strcmp(sc, "wrongname") == 0)
+    else if (strcmp(sc, "nullvtable") == 0) {
+        char want[96];
+        snprintf(want, sizeof want, "entry point returned no vtable for ABI version %u: fake: refusing to load",
+                 MVRT_PLUGIN_ABI_VERSION);
+        scenario_rejected(want);
+    } else if (strcmp(sc, "wrongname") == 0)
         scenario_rejected("plugin calls itself 'cpu', expected '");
     else if (strcmp(sc, "badelf") == 0)
         scenario_rejected("dlopen failed: ");

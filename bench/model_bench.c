@@ -1,0 +1,189 @@
+/* mvrt bench model | block: MambaVision through the graph runner, timed
+ * with events on the device (median of repeated runs), against the PyTorch
+ * figures of shared/ANCHORS.md (H100, fp32 eager / CUDA graph / AMP).
+ *
+ * Each row prints the time per batch, images (or sequences) per second, the
+ * achieved TFLOP/s of the GEMMs, convs and attention, and the ratio to the
+ * PyTorch baseline (> 1: faster). The baselines were measured on an H100:
+ * ratios are meaningful only for a run on one; on a CPU the rows print the
+ * thread scaling instead. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "tools/model_run.h"
+
+typedef struct bench_row {
+    const char *name;
+    int block;               /* 0 network, else block kind */
+    const char *config;      /* network preset */
+    int dim, heads;          /* block width / heads */
+    int64_t batch;
+    int math;
+    double base_us;          /* PyTorch time per batch on the H100 (0: none) */
+    const char *base_name;
+    double target_ratio;     /* issue #6 target as a ratio to base (0: none) */
+} bench_row_t;
+
+/* ANCHORS.md; targets from issue #6. */
+static const bench_row_t gpu_rows[] = {
+    {"T stage-3 mixer block, batch 1", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 1, 0, 129.0, "PyTorch CUDA graph", 129.0 / 40.0},
+    {"T stage-3 mixer block, batch 256", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 256, 0, 3871.0, "PyTorch eager", 3871.0 / 2600.0},
+    {"T stage-3 mixer block, batch 256, fast", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 256, 1, 3871.0, "PyTorch eager", 0},
+    {"T stage-3 attention block, batch 256", MVRT_MODEL_ATTENTION_BLOCK, NULL, 320, 8, 256, 0, 4429.0, "PyTorch eager", 0},
+    {"B stage-3 mixer block, batch 256", MVRT_MODEL_MIXER_BLOCK, NULL, 512, 0, 256, 0, 7622.0, "PyTorch eager", 0},
+    {"MambaVision-T, batch 256", 0, "T", 0, 0, 256, 0, 256e6 / 3572.0, "PyTorch eager", 5400.0 / 3572.0},
+    {"MambaVision-T, batch 256, fast", 0, "T", 0, 0, 256, 1, 256e6 / 10050.0, "PyTorch AMP", 1.0},
+    {"MambaVision-T, batch 1", 0, "T", 0, 0, 1, 0, 1e6 / 85.5, "PyTorch eager", 1000.0 / 85.5},
+    {"MambaVision-B, batch 256", 0, "B", 0, 0, 256, 0, 256e6 / 1344.0, "PyTorch eager", 0},
+};
+
+static const bench_row_t cpu_rows[] = {
+    {"T stage-3 mixer block, batch 8", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 8, 0, 0, NULL, 0},
+    {"T stage-3 attention block, batch 8", MVRT_MODEL_ATTENTION_BLOCK, NULL, 320, 8, 8, 0, 0, NULL, 0},
+    {"MambaVision-T, batch 4", 0, "T", 0, 0, 4, 0, 0, NULL, 0},
+};
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median ms per run of the graph on device 0, timed with events. */
+static int time_graph(mvrt_mr_t *mr, int reps, float *out_ms, char *err, size_t errlen)
+{
+    mvrt_event_t *e0 = NULL, *e1 = NULL;
+    float *t = calloc((size_t)reps, sizeof *t);
+    mvrt_status_t st = t ? MVRT_OK : MVRT_ERR_OUT_OF_MEMORY;
+    if (st == MVRT_OK)
+        st = mvrt_event_create(mr->be[0], &e0);
+    if (st == MVRT_OK)
+        st = mvrt_event_create(mr->be[0], &e1);
+    for (int i = 0; st == MVRT_OK && i < 2; i++) /* warm-up (the first run captures) */
+        st = mvrt_graph_run(mr->graph[0], mr->stream[0], NULL, NULL);
+    for (int r = 0; st == MVRT_OK && r < reps; r++) {
+        st = mvrt_event_record(e0, mr->stream[0]);
+        if (st == MVRT_OK)
+            st = mvrt_graph_run(mr->graph[0], mr->stream[0], NULL, NULL);
+        if (st == MVRT_OK)
+            st = mvrt_event_record(e1, mr->stream[0]);
+        if (st == MVRT_OK)
+            st = mvrt_event_synchronize(e1);
+        if (st == MVRT_OK)
+            st = mvrt_event_elapsed_ms(e0, e1, &t[r]);
+    }
+    if (st == MVRT_OK) {
+        qsort(t, (size_t)reps, sizeof *t, cmp_float);
+        *out_ms = t[reps / 2];
+    } else {
+        snprintf(err, errlen, "%s", mvrt_last_error());
+    }
+    mvrt_event_destroy(e0);
+    mvrt_event_destroy(e1);
+    free(t);
+    return st == MVRT_OK ? 0 : -1;
+}
+
+static int run_row(const char *backend, const bench_row_t *row, int threads, int reps, float *out_ms,
+                   double *out_flops, char *err, size_t errlen)
+{
+    mvrt_mr_spec_t spec;
+    memset(&spec, 0, sizeof spec);
+    spec.backend = backend;
+    spec.threads = threads;
+    spec.seed = 1;
+    spec.options.batch = row->batch;
+    spec.options.math = row->math;
+    if (row->block) {
+        memset(&spec.config, 0, sizeof spec.config);
+        spec.config.kind = row->block;
+        spec.config.dim = row->dim;
+        spec.config.num_heads = row->heads;
+        spec.config.mlp_ratio = 4, spec.config.qkv_bias = 1, spec.config.d_state = 8, spec.config.d_conv = 3;
+        spec.options.tokens = 196;
+    } else {
+        if (mvrt_model_config_preset(row->config, &spec.config) != MVRT_OK) {
+            snprintf(err, errlen, "%s", mvrt_last_error());
+            return -1;
+        }
+        spec.options.height = spec.options.width = 224;
+    }
+    mvrt_mr_t mr;
+    mvrt_status_t st;
+    if (mvrt_mr_open(&mr, &spec, &st, err, errlen) != 0)
+        return -1;
+    mvrt_graph_stats_t gs;
+    mvrt_graph_get_stats(mr.graph[0], &gs);
+    *out_flops = gs.flops;
+    int rc = time_graph(&mr, reps, out_ms, err, errlen);
+    mvrt_mr_close(&mr);
+    return rc;
+}
+
+int mvrt_bench_model(int argc, char **argv)
+{
+    const char *backend = "auto";
+    int quick = 0, want_model = !strcmp(argv[0], "model");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else {
+            fprintf(stderr, "usage: mvrt bench %s [--backend NAME] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    mvrt_backend_t *be = NULL;
+    if (mvrt_backend_open(backend, &be) != MVRT_OK) {
+        fprintf(stderr, "mvrt bench %s: %s\n", argv[0], mvrt_last_error());
+        return 77;
+    }
+    mvrt_device_info_t info;
+    memset(&info, 0, sizeof info);
+    mvrt_backend_device_info(be, &info);
+    char name[32];
+    snprintf(name, sizeof name, "%s", mvrt_backend_name(be));
+    mvrt_backend_close(be);
+    int on_cpu = !strcmp(name, "cpu");
+    printf("mvrt bench %s on %s (%s); baselines: shared/ANCHORS.md (PyTorch on an H100)\n", argv[0], name,
+           info.name[0] ? info.name : "?");
+    const bench_row_t *rows = on_cpu ? cpu_rows : gpu_rows;
+    size_t nrows = on_cpu ? sizeof cpu_rows / sizeof *cpu_rows : sizeof gpu_rows / sizeof *gpu_rows;
+    int failures = 0;
+    printf("%-40s %10s %12s %9s %12s %9s %s\n", "case", "ms/batch", "items/s", "TFLOP/s", "baseline ms",
+           "x base", on_cpu ? "(1 thread ms, 1->N threads)" : "target");
+    for (size_t r = 0; r < nrows; r++) {
+        const bench_row_t *row = &rows[r];
+        if ((row->block != 0) == want_model)
+            continue;
+        if (quick && row->batch > 64 && !on_cpu)
+            continue;
+        float ms = 0, ms1 = 0;
+        double flops = 0;
+        char err[1024];
+        int reps = on_cpu ? 3 : (row->batch > 64 ? 20 : 200);
+        if (run_row(name, row, 0, reps, &ms, &flops, err, sizeof err) != 0) {
+            printf("%-40s ERROR: %s\n", row->name, err);
+            failures++;
+            continue;
+        }
+        printf("%-40s %10.3f %12.1f %9.2f", row->name, ms, (double)row->batch * 1e3 / ms, flops / (ms * 1e9));
+        if (on_cpu) {
+            if (run_row(name, row, 1, reps, &ms1, &flops, err, sizeof err) == 0)
+                printf(" %12s %9s (%.2f ms, %.2fx)\n", "-", "-", ms1, ms1 / ms);
+            else
+                printf("  (1 thread: %s)\n", err);
+        } else {
+            double ratio = row->base_us / (1e3 * ms);
+            printf(" %12.3f %9.2f %s", row->base_us / 1e3, ratio, row->base_name);
+            if (row->target_ratio > 0)
+                printf(" (target %.2fx: %s)", row->target_ratio, ratio >= row->target_ratio ? "met" : "NOT met");
+            printf("\n");
+        }
+        fflush(stdout);
+    }
+    return failures ? 1 : 0;
+}

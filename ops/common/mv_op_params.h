@@ -1,0 +1,178 @@
+/* Resolved arguments of the MambaVision ops (everything except the scan,
+ * which has ops/selective_scan/scan_params.h): raw pointers into device
+ * memory (host memory on the CPU backend), sizes and element strides.
+ *
+ * Contract: the graph runner builds these after planning its workspace and
+ * validating the model, so kernels may assume consistent, in-range values
+ * and non-overlapping inputs/outputs unless a field says otherwise. All
+ * data is float32 (the fast-math mode changes only how a linear computes,
+ * never the storage). Plain C shared by the double reference, the CPU
+ * kernels and the GPU kernel sources: no runtime headers here.
+ *
+ * One op reaches a backend through mvrt_plugin_vtable_t::op_run as a
+ * mvrt_op_params_t whose `kind` selects the member of the union. A backend
+ * returns MVRT_ERR_UNSUPPORTED (with a message) for a kind it lacks. */
+#ifndef MVRT_OPS_MV_OP_PARAMS_H
+#define MVRT_OPS_MV_OP_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mvrt_op_kind {
+    MVRT_OP_LAYERNORM = 1,
+    MVRT_OP_LINEAR = 2,
+    MVRT_OP_DWCONV1D_SILU = 3,
+    MVRT_OP_ATTENTION = 4,
+    MVRT_OP_CONV2D = 5,
+    MVRT_OP_WINDOW_PARTITION = 6,
+    MVRT_OP_WINDOW_REVERSE = 7,
+    MVRT_OP_AFFINE_AVGPOOL = 8,
+    MVRT_OP_KIND_COUNT_ = 9
+} mvrt_op_kind_t;
+
+/* Activations applied by the linear and conv2d epilogues. */
+typedef enum mvrt_activation {
+    MVRT_ACT_NONE = 0,
+    MVRT_ACT_RELU = 1,
+    MVRT_ACT_GELU_ERF = 2,   /* x/2 (1 + erf(x / sqrt 2)), PyTorch's nn.GELU() */
+    MVRT_ACT_GELU_TANH = 3,  /* PyTorch's GELU(approximate='tanh') */
+    MVRT_ACT_SILU = 4
+} mvrt_activation_t;
+
+/* How a linear multiplies: exact fp32 (default, matches PyTorch with TF32
+ * off), or the opt-in fast mode (TF32 tensor cores on CUDA; backends
+ * without a faster path compute fp32). */
+typedef enum mvrt_math_mode {
+    MVRT_MATH_FP32 = 0,
+    MVRT_MATH_FAST = 1
+} mvrt_math_mode_t;
+
+/* y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias over `cols`
+ * (biased variance, as PyTorch). x and y are row-major with row strides
+ * x_ld / y_ld (>= cols); y may equal x (in place). */
+typedef struct mvrt_layernorm_params {
+    int64_t rows, cols;
+    const float *x; int64_t x_ld;
+    float *y; int64_t y_ld;
+    const float *weight, *bias;   /* (cols) */
+    float eps;
+} mvrt_layernorm_params_t;
+
+/* Batched GEMM with epilogue, row-major. For b in [0, batch):
+ *   Y_b = beta * Y_b + act(op(A_b) op(B_b) + bias)
+ * op(A_b) is M x K: A_b stored M x K (row stride lda) when !trans_a, or
+ * K x M (row stride lda) when trans_a. op(B_b) is K x N: stored K x N when
+ * !trans_b, or N x K when trans_b (a PyTorch weight (out, in) used as
+ * x W^T is B with trans_b = 1). A_b = A + b * batch_stride_a (0 shares one
+ * matrix over the batch), likewise B and Y. Y is M x N with row stride ldy.
+ * bias: NULL, or per column (bias[n], bias_per_row = 0) or per row
+ * (bias[m], bias_per_row = 1). beta is 0 or 1; with beta = 1 the
+ * activation must be NONE (a residual accumulate). Y never aliases A or B. */
+typedef struct mvrt_linear_params {
+    int64_t batch, M, N, K;
+    const float *A; int64_t lda, batch_stride_a; int trans_a;
+    const float *B; int64_t ldb, batch_stride_b; int trans_b;
+    float *Y; int64_t ldy, batch_stride_y;
+    const float *bias; int bias_per_row;
+    int activation;   /* mvrt_activation_t */
+    float beta;       /* 0 or 1 */
+    int math;         /* mvrt_math_mode_t */
+} mvrt_linear_params_t;
+
+/* Depthwise conv1d along L with PyTorch's padding='same' (left pad
+ * (width-1)/2, right pad the rest, zeros), no bias, then SiLU:
+ *   y[b, c, l] = silu(sum_j w[c, j] * x[b, c, l + j - (width-1)/2])
+ * Element (b, c, l) of x is x[b*x_stride[0] + c*x_stride[1] + l*x_stride[2]]
+ * and likewise for y, so the op can read token-major (Bw, L, C) slices and
+ * write channel-major (Bw, C, L) rows for the scan. weight is (channels,
+ * width) contiguous. y never aliases x. */
+typedef struct mvrt_dwconv1d_params {
+    int64_t batch, channels, length;
+    int width;
+    const float *x; int64_t x_stride[3];
+    float *y; int64_t y_stride[3];
+    const float *weight;
+} mvrt_dwconv1d_params_t;
+
+/* Multi-head self-attention, not causal, no mask:
+ *   qkv (batch, L, 3 * heads * head_dim) row-major, laid out as PyTorch's
+ *   qkv(x).reshape(B, L, 3, heads, head_dim): q = [0, C), k = [C, 2C),
+ *   v = [2C, 3C) with C = heads * head_dim; head h is columns
+ *   [h*head_dim, (h+1)*head_dim) of each part.
+ *   out (batch, L, C) row-major, head h at columns [h*head_dim, ...):
+ *   out = softmax(q k^T * scale) v per (batch, head). */
+typedef struct mvrt_attention_params {
+    int64_t batch, length;
+    int heads, head_dim;
+    float scale;          /* 1/sqrt(head_dim) */
+    const float *qkv;
+    float *out;
+} mvrt_attention_params_t;
+
+/* 2-D convolution, NCHW, dense (groups 1), square kernel, zero padding:
+ *   y[b, o, i, j] = act(bias[o] + sum_{c, p, q} w[o, c, p, q] *
+ *                       x[b, c, i*stride + p - pad, j*stride + q - pad])
+ *                   + residual[b, o, i, j]        (residual optional)
+ * out_h = (in_h + 2 pad - kernel) / stride + 1, likewise out_w. weight is
+ * (out_channels, in_channels, kernel, kernel) contiguous; bias may be NULL;
+ * residual (same shape as y) may be NULL and may not alias y. y never
+ * aliases x. BatchNorm is folded into weight and bias by the model builder. */
+typedef struct mvrt_conv2d_params {
+    int64_t batch, in_channels, in_h, in_w;
+    int64_t out_channels, out_h, out_w;
+    int kernel, stride, pad;
+    const float *x;
+    const float *weight, *bias;
+    const float *residual;
+    float *y;
+    int activation;   /* mvrt_activation_t */
+} mvrt_conv2d_params_t;
+
+/* Window partition and its reverse (MambaVision's window_partition /
+ * window_reverse with the layer's zero padding and crop):
+ *   map    (batch, channels, height, width) NCHW contiguous
+ *   tokens (batch * nh * nw, window * window, channels) row-major, with
+ *          nh = ceil(height / window), nw = ceil(width / window); windows in
+ *          row-major (wh, ww) order per image, tokens row-major inside one.
+ * PARTITION writes every token (zeros where the padded map is outside the
+ * image); REVERSE writes every element of the map from its token (padding
+ * tokens are dropped). The two never alias. */
+typedef struct mvrt_window_params {
+    int64_t batch, channels, height, width;
+    int window;
+    const float *src;
+    float *dst;
+} mvrt_window_params_t;
+
+/* Per-channel affine then global average pool (BatchNorm2d at inference
+ * followed by AdaptiveAvgPool2d(1) and flatten):
+ *   y[b, c] = scale[c] * mean_{h, w} x[b, c, h, w] + shift[c]
+ * x NCHW contiguous, y (batch, channels) contiguous. */
+typedef struct mvrt_affine_avgpool_params {
+    int64_t batch, channels, spatial;  /* spatial = height * width */
+    const float *x;
+    const float *scale, *shift;
+    float *y;
+} mvrt_affine_avgpool_params_t;
+
+typedef struct mvrt_op_params {
+    int kind;  /* mvrt_op_kind_t */
+    union {
+        mvrt_layernorm_params_t layernorm;
+        mvrt_linear_params_t linear;
+        mvrt_dwconv1d_params_t dwconv1d;
+        mvrt_attention_params_t attention;
+        mvrt_conv2d_params_t conv2d;
+        mvrt_window_params_t window;
+        mvrt_affine_avgpool_params_t pool;
+    } u;
+} mvrt_op_params_t;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,508 @@
+/* CPU linear (mv_op_params.h: batched GEMM + bias + activation or residual
+ * accumulate) and the GEMM shared with the conv2d (linear_cpu_gemm.h).
+ *
+ * With OpenBLAS (MVRT_HAVE_OPENBLAS) each batch item is one cblas_sgemm,
+ * accumulating into Y when beta = 1, and the epilogue (bias, activation) is
+ * a separate pass. Without it, mvrt's own blocked SGEMM runs
+ * (linear_cpu_gemm_kernel.h, built here for avx512 / avx2 / generic vectors
+ * and chosen at run time), finishing each register tile with the epilogue
+ * while it is in L1. Work is split over batch items and, when there are
+ * fewer items than threads, over row (or column) blocks of each item. The
+ * fast math mode computes fp32 here: there is no faster exact-enough path on
+ * CPUs. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MVRT_HAVE_OPENBLAS
+#include <cblas.h>
+/* Declared by OpenBLAS's cblas.h but not by the reference one, which the
+ * build may find first; the library always has it. */
+void openblas_set_num_threads(int num_threads);
+#endif
+
+#include "ops/linear/linear_cpu_gemm.h"
+#include "ops/mv/mv_kernels.h"
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#define MVRT_GEMM_X86 1
+#endif
+
+/* ---- activations in float ------------------------------------------------
+ * Branch-free (selects, no calls into libm) so that a loop over a row of
+ * them vectorizes: erff/tanhf cost more than the GEMM itself on MLP-sized
+ * rows. Relative error a few float ulps (see the fits below). */
+
+/* exp(x) for x in [-87, 88] (clamped outside: callers only divide by
+ * 1 + exp(.), where the clamp is invisible): x = n ln2 + r, |r| <= ln2/2,
+ * degree-7 Taylor polynomial of e^r (error < 1e-8), times 2^n made from
+ * bits. n comes from the bits of the rounding sum, not a float->int
+ * conversion, so a NaN input just yields NaN. */
+static inline float mvrt_expf_v(float x)
+{
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    const float t = x * 1.44269504088896341f + magic;
+    const float n = t - magic;
+    const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f; /* ln2 in two parts */
+    float q = 1.0f / 5040.0f;
+    q = q * r + 1.0f / 720.0f;
+    q = q * r + 1.0f / 120.0f;
+    q = q * r + 1.0f / 24.0f;
+    q = q * r + 1.0f / 6.0f;
+    q = q * r + 0.5f;
+    q = q * r + 1.0f;
+    q = q * r + 1.0f;
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    const uint32_t sb = (tb - 0x4B400000u + 127u) << 23; /* 2^n */
+    float s;
+    memcpy(&s, &sb, sizeof s);
+    return q * s;
+}
+
+static inline float mvrt_silu_v(float x) { return x / (1.0f + mvrt_expf_v(-x)); }
+
+/* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3);
+ * the sigmoid form keeps relative accuracy for negative x. */
+static inline float mvrt_gelu_tanh_v(float x)
+{
+    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + mvrt_expf_v(-2.0f * u));
+}
+
+/* 0.5 x (1 + erf(x / sqrt 2)) through erfc(z), z = |x| / sqrt 2:
+ *   z < 1:      erfc = 1 - z PA(z^2)       (erf(z)/z, Chebyshev fit, rel
+ *                                           error 1.3e-9 in exact math)
+ *   1 <= z < 4: erfc = exp(-z^2) PB(z)     (erfc(z) e^(z^2), fit rel 3.4e-8)
+ *   z >= 4:     erfc = 0                   (erfc(4) = 1.5e-8)
+ * then gelu = x - x erfc/2 for x >= 0 and x erfc/2 for x < 0, which
+ * keeps the tiny negative tail accurate instead of cancelling 1 + erf. */
+static inline float mvrt_gelu_erf_v(float x)
+{
+    const float z = (x < 0.0f ? -x : x) * 0.70710678118654752f;
+    const float ua = 2.0f * (z * z) - 1.0f; /* z^2 in [0, 1] -> [-1, 1] */
+    float pa = 1.230605449e-06f;
+    pa = pa * ua - 1.766906826e-05f;
+    pa = pa * ua + 2.175135451e-04f;
+    pa = pa * ua - 2.285419498e-03f;
+    pa = pa * ua + 1.985249668e-02f;
+    pa = pa * ua - 1.405360997e-01f;
+    pa = pa * ua + 9.654687643e-01f;
+    const float ea = 1.0f - z * pa;
+    const float zb = z < 1.0f ? 1.0f : (z > 4.0f ? 4.0f : z);
+    const float ub = (2.0f * zb - 5.0f) * (1.0f / 3.0f); /* [1, 4] -> [-1, 1] */
+    float pb = -3.566417945e-05f;
+    pb = pb * ub + 9.629120177e-05f;
+    pb = pb * ub - 1.474161400e-04f;
+    pb = pb * ub + 3.681510861e-04f;
+    pb = pb * ub - 1.013662550e-03f;
+    pb = pb * ub + 2.425638959e-03f;
+    pb = pb * ub - 5.568837747e-03f;
+    pb = pb * ub + 1.248412300e-02f;
+    pb = pb * ub - 2.700545825e-02f;
+    pb = pb * ub + 5.611094832e-02f;
+    pb = pb * ub - 1.115210205e-01f;
+    pb = pb * ub + 2.108063549e-01f;
+    const float eb = mvrt_expf_v(-(zb * zb)) * pb;
+    const float ec = z < 1.0f ? ea : (z < 4.0f ? eb : 0.0f);
+    /* Both arms computed, then a select: with the default -ftrapping-math,
+     * GCC will not if-convert (vectorize) a conditional float operation. */
+    const float hx = 0.5f * x * ec, pos = x - hx;
+    return x >= 0.0f ? pos : hx;
+}
+
+float mvrt_cpu_activation(int activation, float x)
+{
+    switch (activation) {
+    case MVRT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case MVRT_ACT_GELU_ERF: return mvrt_gelu_erf_v(x);
+    case MVRT_ACT_GELU_TANH: return mvrt_gelu_tanh_v(x);
+    case MVRT_ACT_SILU: return mvrt_silu_v(x);
+    default: return x;
+    }
+}
+
+static int mvrt_gemm_has_epilogue(const mvrt_cpu_gemm_t *g)
+{
+    return g->bias || g->activation != MVRT_ACT_NONE || g->residual;
+}
+
+/* ---- the built-in kernels, one per instruction set ---------------------- */
+
+#define GK_SUF generic
+#define GK_VL 4
+#define GK_ATTR
+#include "ops/linear/linear_cpu_gemm_kernel.h"
+#undef GK_SUF
+#undef GK_VL
+#undef GK_ATTR
+
+#ifdef MVRT_GEMM_X86
+#define GK_SUF avx2
+#define GK_VL 8
+#define GK_ATTR __attribute__((target("avx2,fma")))
+#include "ops/linear/linear_cpu_gemm_kernel.h"
+#undef GK_SUF
+#undef GK_VL
+#undef GK_ATTR
+
+#define GK_SUF avx512
+#define GK_VL 16
+#define GK_ATTR __attribute__((target("avx512f,avx2,fma")))
+#include "ops/linear/linear_cpu_gemm_kernel.h"
+#undef GK_SUF
+#undef GK_VL
+#undef GK_ATTR
+#endif
+
+typedef void (*mvrt_gemm_tile_fn)(const mvrt_cpu_gemm_t *, int, int64_t, int64_t, int64_t,
+                                  int64_t, float *, float *, int64_t, int64_t, int64_t);
+typedef void (*mvrt_gemm_epi_fn)(const mvrt_cpu_gemm_t *, float *, int64_t, int64_t, int64_t,
+                                 int64_t, int64_t);
+
+typedef struct mvrt_gemm_isa {
+    const char *name;
+    int mr, nr;          /* register tile */
+    int64_t mc, kc, nc;  /* cache blocks (mc a multiple of mr, nc of nr) */
+    mvrt_gemm_tile_fn tile;
+    mvrt_gemm_epi_fn epilogue;
+} mvrt_gemm_isa_t;
+
+/* Best first. Block sizes: a kc x nr panel of B fits L1, an mc x kc block
+ * of A a fraction of L2 (avx2 values tuned on a Zen core, 1-thread
+ * GFLOP/s within ~10% of OpenBLAS 0.3.21 on the MambaVision shapes). */
+static const mvrt_gemm_isa_t mvrt_gemm_isas[] = {
+#ifdef MVRT_GEMM_X86
+    {"avx512", 6, 32, 144, 192, 2048, mvrt_gemm_tile_avx512,
+     mvrt_gemm_epilogue_avx512},
+    {"avx2", 6, 16, 144, 256, 2048, mvrt_gemm_tile_avx2,
+     mvrt_gemm_epilogue_avx2},
+#endif
+    {"generic", 6, 8, 96, 256, 1024, mvrt_gemm_tile_generic,
+     mvrt_gemm_epilogue_generic},
+};
+#define MVRT_GEMM_NISA ((int)(sizeof mvrt_gemm_isas / sizeof mvrt_gemm_isas[0]))
+
+static int mvrt_gemm_isa_supported(const mvrt_gemm_isa_t *isa)
+{
+#ifdef MVRT_GEMM_X86
+    __builtin_cpu_init();
+    const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!strcmp(isa->name, "avx512"))
+        return avx2 && __builtin_cpu_supports("avx512f");
+    if (!strcmp(isa->name, "avx2"))
+        return avx2;
+#endif
+    return !strcmp(isa->name, "generic");
+}
+
+/* Selection, made lazily (a benign race: every thread computes the same
+ * value). mvrt_gemm_sel: 0 = not chosen yet, 1 + i = built-in ISA i,
+ * -1 = OpenBLAS (with mvrt_gemm_builtin as its fallback for sizes beyond
+ * OpenBLAS's 32-bit integers). */
+static int mvrt_gemm_sel;
+static int mvrt_gemm_builtin; /* 1 + index, 0 = not chosen */
+
+static int mvrt_gemm_best_builtin(void)
+{
+    int b = __atomic_load_n(&mvrt_gemm_builtin, __ATOMIC_ACQUIRE);
+    if (b)
+        return b;
+    for (int i = 0; i < MVRT_GEMM_NISA; i++)
+        if (mvrt_gemm_isa_supported(&mvrt_gemm_isas[i])) {
+            b = 1 + i;
+            break;
+        }
+    if (!b)
+        b = MVRT_GEMM_NISA; /* generic, always supported */
+    __atomic_store_n(&mvrt_gemm_builtin, b, __ATOMIC_RELEASE);
+    return b;
+}
+
+static int mvrt_gemm_selection(void)
+{
+    int s = __atomic_load_n(&mvrt_gemm_sel, __ATOMIC_ACQUIRE);
+    if (s)
+        return s;
+#ifdef MVRT_HAVE_OPENBLAS
+    mvrt_gemm_best_builtin();
+    s = -1;
+#else
+    s = mvrt_gemm_best_builtin();
+#endif
+    __atomic_store_n(&mvrt_gemm_sel, s, __ATOMIC_RELEASE);
+    return s;
+}
+
+const char *mvrt_cpu_gemm_kernel(void)
+{
+    const int s = mvrt_gemm_selection();
+    return s < 0 ? "openblas" : mvrt_gemm_isas[s - 1].name;
+}
+
+int mvrt_cpu_gemm_force(const char *name)
+{
+    if (!name) {
+        __atomic_store_n(&mvrt_gemm_builtin, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&mvrt_gemm_sel, 0, __ATOMIC_RELEASE);
+        mvrt_gemm_selection();
+        return 0;
+    }
+#ifdef MVRT_HAVE_OPENBLAS
+    if (!strcmp(name, "openblas")) {
+        __atomic_store_n(&mvrt_gemm_sel, -1, __ATOMIC_RELEASE);
+        mvrt_gemm_best_builtin();
+        return 0;
+    }
+#endif
+    for (int i = 0; i < MVRT_GEMM_NISA; i++)
+        if (!strcmp(name, mvrt_gemm_isas[i].name)) {
+            if (!mvrt_gemm_isa_supported(&mvrt_gemm_isas[i]))
+                return -1;
+            __atomic_store_n(&mvrt_gemm_builtin, 1 + i, __ATOMIC_RELEASE);
+            __atomic_store_n(&mvrt_gemm_sel, 1 + i, __ATOMIC_RELEASE);
+            return 0;
+        }
+    return -1;
+}
+
+void mvrt_cpu_gemm_epilogue(const mvrt_cpu_gemm_t *g, float *c, int64_t ldc, int64_t r0,
+                            int64_t c0, int64_t m, int64_t n)
+{
+    mvrt_gemm_isas[mvrt_gemm_best_builtin() - 1].epilogue(g, c, ldc, r0, c0, m, n);
+}
+
+const char *mvrt_cpu_linear_library(void)
+{
+    return mvrt_gemm_selection() < 0 ? "openblas" : "builtin";
+}
+
+/* ---- drivers ------------------------------------------------------------- */
+
+/* g with its pointers moved to batch item b. */
+static mvrt_cpu_gemm_t mvrt_gemm_item(const mvrt_cpu_gemm_t *g, int64_t b, int64_t sa,
+                                      int64_t sb, int64_t sc, int64_t sr)
+{
+    mvrt_cpu_gemm_t it = *g;
+    it.A = g->A + b * sa;
+    it.B = g->B + b * sb;
+    it.C = g->C + b * sc;
+    if (g->residual)
+        it.residual = g->residual + b * sr;
+    return it;
+}
+
+/* Plain loops over rows [m0, m1) x columns [n0, n1): the fallback when no
+ * pack buffer could be allocated, and the K = 0 case. */
+static void mvrt_gemm_plain(const mvrt_cpu_gemm_t *g, int has_epi, int64_t m0, int64_t m1,
+                            int64_t n0, int64_t n1)
+{
+    for (int64_t i = m0; i < m1; i++) {
+        float *c = g->C + i * g->ldc;
+        for (int64_t j = n0; j < n1; j++) {
+            float s = 0.0f;
+            for (int64_t k = 0; k < g->K; k++) {
+                const float a = g->trans_a ? g->A[k * g->lda + i] : g->A[i * g->lda + k];
+                const float b = g->trans_b ? g->B[j * g->ldb + k] : g->B[k * g->ldb + j];
+                s += a * b;
+            }
+            c[j] = (g->accumulate ? c[j] : 0.0f) + s;
+        }
+        if (has_epi)
+            mvrt_cpu_gemm_epilogue(g, c + n0, g->ldc, i, n0, 1, n1 - n0);
+    }
+}
+
+/* Start of part `i` of `parts` of [0, n), on multiples of `align`. */
+static int64_t mvrt_gemm_split(int64_t n, int64_t parts, int64_t i, int64_t align)
+{
+    const int64_t units = (n + align - 1) / align;
+    const int64_t s = units * i / parts * align;
+    return s < n ? s : n;
+}
+
+static int64_t mvrt_gemm_gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static void *mvrt_gemm_alloc(int64_t floats)
+{
+    size_t bytes = (size_t)floats * sizeof(float);
+    bytes = (bytes + 63) & ~(size_t)63;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+static void mvrt_gemm_builtin_run(const mvrt_gemm_isa_t *isa, const mvrt_cpu_gemm_t *g,
+                                  int64_t batch, int64_t sa, int64_t sb, int64_t sc,
+                                  int64_t sr, int threads)
+{
+    const int64_t M = g->M, N = g->N, K = g->K;
+    const int has_epi = mvrt_gemm_has_epilogue(g);
+
+    /* Tiles per item: enough for batch * tiles to be a multiple of the
+     * thread count (equal shares), none when the items alone balance. Rows
+     * are split first (each tile packs B once, so keep >= 4 MR rows), then
+     * columns. */
+    int64_t tiles = 1;
+    if (threads > 1 && batch < 4 * (int64_t)threads)
+        tiles = threads / mvrt_gemm_gcd(batch, threads);
+    int64_t tm_max = (M + 4 * isa->mr - 1) / (4 * isa->mr);
+    int64_t tm = tiles < tm_max ? tiles : tm_max;
+    if (tm < 1)
+        tm = 1;
+    int64_t tn = (tiles + tm - 1) / tm;
+    const int64_t tn_max = (N + isa->nr - 1) / isa->nr;
+    if (tn > tn_max)
+        tn = tn_max;
+    const int64_t per_item = tm * tn, ntask = batch * per_item;
+    int nt = threads;
+    if (nt > ntask)
+        nt = (int)ntask;
+
+    /* Pack buffers per thread, sized for the largest tile. */
+    const int64_t mrows = (M + tm - 1) / tm + isa->mr;
+    const int64_t mc = isa->mc < mrows ? isa->mc : (mrows + isa->mr - 1) / isa->mr * isa->mr;
+    const int64_t kc = K < isa->kc ? K : isa->kc;
+    int64_t ncols = (N + tn - 1) / tn + isa->nr;
+    ncols = (ncols + isa->nr - 1) / isa->nr * isa->nr;
+    const int64_t nc = ncols < isa->nc ? ncols : isa->nc;
+
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        float *abuf = mvrt_gemm_alloc(mc * kc);
+        float *bbuf = mvrt_gemm_alloc(kc * nc);
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (int64_t task = 0; task < ntask; task++) {
+            const int64_t b = task / per_item, t = task % per_item;
+            const int64_t im = t / tn, in = t % tn;
+            const mvrt_cpu_gemm_t it = mvrt_gemm_item(g, b, sa, sb, sc, sr);
+            const int64_t m0 = mvrt_gemm_split(M, tm, im, isa->mr);
+            const int64_t m1 = mvrt_gemm_split(M, tm, im + 1, isa->mr);
+            const int64_t n0 = mvrt_gemm_split(N, tn, in, isa->nr);
+            const int64_t n1 = mvrt_gemm_split(N, tn, in + 1, isa->nr);
+            if (m0 >= m1 || n0 >= n1)
+                continue;
+            if (abuf && bbuf)
+                isa->tile(&it, has_epi, m0, m1, n0, n1, abuf, bbuf, mc, kc, nc);
+            else
+                mvrt_gemm_plain(&it, has_epi, m0, m1, n0, n1);
+        }
+        free(abuf);
+        free(bbuf);
+    }
+}
+
+#ifdef MVRT_HAVE_OPENBLAS
+/* Whether cblas_sgemm takes g as it is: 32-bit sizes, and leading
+ * dimensions it accepts (it would report others through xerbla, which
+ * prints; our own kernel has no such limits). */
+static int mvrt_gemm_cblas_ok(const mvrt_cpu_gemm_t *g)
+{
+    const int64_t acols = g->trans_a ? g->M : g->K, bcols = g->trans_b ? g->K : g->N;
+    return g->M <= INT_MAX && g->N <= INT_MAX && g->K <= INT_MAX && g->lda <= INT_MAX &&
+           g->ldb <= INT_MAX && g->ldc <= INT_MAX && g->lda >= (acols > 1 ? acols : 1) &&
+           g->ldb >= (bcols > 1 ? bcols : 1) && g->ldc >= (g->N > 1 ? g->N : 1);
+}
+
+static void mvrt_gemm_openblas_item(const mvrt_cpu_gemm_t *it, int has_epi, int epi_threads)
+{
+    cblas_sgemm(CblasRowMajor, it->trans_a ? CblasTrans : CblasNoTrans,
+                it->trans_b ? CblasTrans : CblasNoTrans, (int)it->M, (int)it->N, (int)it->K,
+                1.0f, it->A, (int)it->lda, it->B, (int)it->ldb, it->accumulate ? 1.0f : 0.0f,
+                it->C, (int)it->ldc);
+    if (!has_epi)
+        return;
+    const int64_t M = it->M;
+    (void)epi_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(epi_threads) if (epi_threads > 1 && M > 1)
+#endif
+    for (int64_t i = 0; i < M; i++)
+        mvrt_cpu_gemm_epilogue(it, it->C + i * it->ldc, it->ldc, i, 0, 1, it->N);
+}
+
+static void mvrt_gemm_openblas_run(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t sa,
+                                   int64_t sb, int64_t sc, int64_t sr, int threads)
+{
+    const int has_epi = mvrt_gemm_has_epilogue(g);
+    /* Many small items: one single-threaded OpenBLAS call per item on each
+     * of our threads (OpenBLAS's own threads would have little to split).
+     * Otherwise: one item after the other, OpenBLAS using all threads. */
+    const double flops = 2.0 * (double)g->M * (double)g->N * (double)g->K;
+    const int per_item = threads > 1 && batch >= threads && flops < 64e6;
+    openblas_set_num_threads(per_item ? 1 : threads);
+    if (per_item) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#endif
+        for (int64_t b = 0; b < batch; b++) {
+            const mvrt_cpu_gemm_t it = mvrt_gemm_item(g, b, sa, sb, sc, sr);
+            mvrt_gemm_openblas_item(&it, has_epi, 1);
+        }
+    } else {
+        const int epi_threads = g->M * g->N >= 16384 ? threads : 1;
+        for (int64_t b = 0; b < batch; b++) {
+            const mvrt_cpu_gemm_t it = mvrt_gemm_item(g, b, sa, sb, sc, sr);
+            mvrt_gemm_openblas_item(&it, has_epi, epi_threads);
+        }
+    }
+}
+#endif
+
+void mvrt_cpu_gemm_batched(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t stride_a,
+                           int64_t stride_b, int64_t stride_c, int64_t stride_residual,
+                           int threads)
+{
+    if (batch <= 0 || g->M <= 0 || g->N <= 0)
+        return;
+    if (threads < 1)
+        threads = 1;
+    if (g->K <= 0) {
+        const int has_epi = mvrt_gemm_has_epilogue(g);
+        for (int64_t b = 0; b < batch; b++) {
+            const mvrt_cpu_gemm_t it =
+                mvrt_gemm_item(g, b, stride_a, stride_b, stride_c, stride_residual);
+            mvrt_gemm_plain(&it, has_epi, 0, it.M, 0, it.N);
+        }
+        return;
+    }
+    const int s = mvrt_gemm_selection();
+#ifdef MVRT_HAVE_OPENBLAS
+    if (s < 0 && mvrt_gemm_cblas_ok(g)) {
+        mvrt_gemm_openblas_run(g, batch, stride_a, stride_b, stride_c, stride_residual, threads);
+        return;
+    }
+#endif
+    const int isa = s > 0 ? s - 1 : mvrt_gemm_best_builtin() - 1;
+    mvrt_gemm_builtin_run(&mvrt_gemm_isas[isa], g, batch, stride_a, stride_b, stride_c,
+                          stride_residual, threads);
+}
+
+void mvrt_cpu_linear(const mvrt_linear_params_t *p, int threads)
+{
+    const mvrt_cpu_gemm_t g = {
+        .M = p->M, .N = p->N, .K = p->K,
+        .A = p->A, .lda = p->lda, .trans_a = p->trans_a,
+        .B = p->B, .ldb = p->ldb, .trans_b = p->trans_b,
+        .C = p->Y, .ldc = p->ldy,
+        .accumulate = p->beta != 0.0f,
+        .bias = p->bias, .bias_per_row = p->bias_per_row,
+        .activation = p->activation,
+        .residual = NULL, .ld_residual = 0,
+    };
+    mvrt_cpu_gemm_batched(&g, p->batch, p->batch_stride_a, p->batch_stride_b,
+                          p->batch_stride_y, 0, threads);
+}

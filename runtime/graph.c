@@ -1,0 +1,722 @@
+/* Graphs: a model planned for one batch and input size, then run many times.
+ *
+ * Building walks the model twice with the same emitter code: the first
+ * pass ("plan") only records how large each workspace slot must be and the
+ * largest op scratch; then one workspace is allocated; the second pass
+ * ("emit") records the nodes with their final pointers. Running queues the
+ * nodes; on backends with graph capture (CUDA/HIP) the first run is captured
+ * and every run replays the captured graph.
+ *
+ * Data layout inside a block (Bw sequences of L tokens, width C, h = C/2):
+ *   X   (Bw, L, C)      the residual stream, updated in place
+ *   T   (Bw, L, C)      LayerNorm output; attention output
+ *   BIG (Bw, L, 4C)     in_proj output xz (C), qkv (3C), MLP hidden (4C)
+ *   MX  (Bw, h, L)      silu(conv1d(x)), channel-major: the scan's u
+ *   DBL (Bw, R+2N, L)   x_proj output per sequence: dt rows, B rows, C rows
+ *   DT  (Bw, h, L)      dt_proj output: the scan's delta
+ *   YZ  (Bw, C, L)      rows [0, h): the scan's output y, rows [h, C): z
+ * so x_proj, dt_proj and out_proj are batched GEMMs that read and write
+ * these layouts directly and no transposes are materialized. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "model_internal.h"
+
+#define INVALID MVRT_ERR_INVALID_ARGUMENT
+
+enum slot_id {
+    SLOT_IN, SLOT_OUT,
+    SLOT_MAP0, SLOT_MAP1, SLOT_MAP2,
+    SLOT_X, SLOT_T, SLOT_BIG, SLOT_MX, SLOT_DBL, SLOT_DT, SLOT_YZ, SLOT_POOL,
+    SLOT_COUNT
+};
+
+enum node_type { NODE_OP, NODE_SCAN, NODE_COPY };
+
+typedef struct gnode {
+    int type;
+    mvrt_op_params_t op;
+    mvrt_scan_params_t scan;
+    void *dst; const void *src; size_t bytes;  /* NODE_COPY */
+} gnode_t;
+
+struct mvrt_graph {
+    mvrt_model_t *model;
+    mvrt_backend_t *backend;
+    mvrt_graph_options_t opt;
+    mvrt_buffer_t *workspace;
+    size_t workspace_bytes;
+    size_t slot_offset[SLOT_COUNT];       /* bytes */
+    size_t scratch_offset, scratch_bytes;
+    gnode_t *nodes;
+    size_t count, cap;
+    int32_t in_rank, out_rank;
+    int64_t in_shape[4], out_shape[4];
+    double flops;                         /* per run, multiply-adds counted as 2 */
+    void *exec;                           /* captured graph (GPU) */
+    int capture_failed;
+    int64_t runs;
+};
+
+typedef struct builder {
+    mvrt_graph_t *g;
+    int emit;                             /* 0: plan, 1: emit */
+    size_t slot_floats[SLOT_COUNT];
+    char *base;                           /* workspace base (a fake one while planning) */
+    const float *weights;
+    mvrt_status_t status;
+} builder_t;
+
+/* ---- builder helpers ----------------------------------------------------- */
+
+/* A slot's start for a use of `floats` floats (records the need). */
+static float *slot(builder_t *b, int id, int64_t floats)
+{
+    if ((size_t)floats > b->slot_floats[id])
+        b->slot_floats[id] = (size_t)floats;
+    return (float *)(b->base + b->g->slot_offset[id]);
+}
+
+static const float *weight(builder_t *b, const char *prefix, const char *leaf)
+{
+    char name[MV_PARAM_NAME_MAX];
+    int len = snprintf(name, sizeof name, "%s%s", prefix, leaf);
+    const mv_param_t *p = len < (int)sizeof name ? mv_model_param(b->g->model, name) : NULL;
+    if (!p) {
+        if (b->status == MVRT_OK)
+            b->status = mvrt_error_set(MVRT_ERR_INTERNAL, "mvrt_graph_create: the model has no parameter '%s'", name);
+        return b->weights;
+    }
+    return b->weights + p->offset;
+}
+
+static gnode_t *add_node(builder_t *b, int type)
+{
+    static gnode_t dummy;
+    if (!b->emit || b->status != MVRT_OK)
+        return memset(&dummy, 0, sizeof dummy);
+    mvrt_graph_t *g = b->g;
+    if (g->count == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 64;
+        gnode_t *n = realloc(g->nodes, cap * sizeof *n);
+        if (!n) {
+            b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
+            return memset(&dummy, 0, sizeof dummy);
+        }
+        g->nodes = n, g->cap = cap;
+    }
+    gnode_t *n = &g->nodes[g->count++];
+    memset(n, 0, sizeof *n);
+    n->type = type;
+    return n;
+}
+
+static double op_flops(const mvrt_op_params_t *op)
+{
+    switch (op->kind) {
+    case MVRT_OP_LINEAR: {
+        const mvrt_linear_params_t *l = &op->u.linear;
+        return 2.0 * (double)l->batch * (double)l->M * (double)l->N * (double)l->K;
+    }
+    case MVRT_OP_CONV2D: {
+        const mvrt_conv2d_params_t *c = &op->u.conv2d;
+        return 2.0 * (double)c->batch * (double)c->out_channels * (double)c->out_h * (double)c->out_w *
+               (double)c->in_channels * c->kernel * c->kernel;
+    }
+    case MVRT_OP_ATTENTION: {
+        const mvrt_attention_params_t *a = &op->u.attention;
+        return 4.0 * (double)a->batch * a->heads * (double)a->length * (double)a->length * a->head_dim;
+    }
+    default: return 0.0;
+    }
+}
+
+static void add_op(builder_t *b, const mvrt_op_params_t *op)
+{
+    if (b->emit)
+        b->g->flops += op_flops(op);
+    mvrt_backend_t *be = b->g->backend;
+    if (!b->emit && be->vt->op_scratch_size && b->status == MVRT_OK) {
+        size_t need = 0;
+        mvrt_status_t st = be->vt->op_scratch_size(be->device, op, &need);
+        if (st != MVRT_OK)
+            b->status = st;
+        else if (need > b->g->scratch_bytes)
+            b->g->scratch_bytes = need;
+    }
+    gnode_t *n = add_node(b, NODE_OP);
+    n->op = *op;
+}
+
+static void add_copy(builder_t *b, float *dst, const float *src, int64_t floats)
+{
+    gnode_t *n = add_node(b, NODE_COPY);
+    n->dst = dst, n->src = src, n->bytes = (size_t)floats * sizeof(float);
+}
+
+static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *x, float *y,
+                         const char *prefix, const char *norm)
+{
+    char leaf[64];
+    mvrt_op_params_t op = {.kind = MVRT_OP_LAYERNORM};
+    mvrt_layernorm_params_t *p = &op.u.layernorm;
+    p->rows = rows, p->cols = cols, p->x = x, p->x_ld = cols, p->y = y, p->y_ld = cols, p->eps = 1e-5f;
+    snprintf(leaf, sizeof leaf, "%s.weight", norm);
+    p->weight = weight(b, prefix, leaf);
+    snprintf(leaf, sizeof leaf, "%s.bias", norm);
+    p->bias = weight(b, prefix, leaf);
+    add_op(b, &op);
+}
+
+/* Y (M, N) = act(X (M, K) W^T + bias) [+ Y when accumulate]: a PyTorch Linear
+ * over rows, one GEMM. */
+static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float *x, float *y,
+                     const char *prefix, const char *layer, int has_bias, int act, int accumulate)
+{
+    char leaf[96];
+    mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
+    mvrt_linear_params_t *p = &op.u.linear;
+    p->batch = 1, p->M = M, p->N = N, p->K = K;
+    p->A = x, p->lda = K;
+    snprintf(leaf, sizeof leaf, "%s.weight", layer);
+    p->B = weight(b, prefix, leaf), p->ldb = K, p->trans_b = 1;
+    p->Y = y, p->ldy = N;
+    if (has_bias) {
+        snprintf(leaf, sizeof leaf, "%s.bias", layer);
+        p->bias = weight(b, prefix, leaf);
+    }
+    p->activation = act;
+    p->beta = accumulate ? 1.0f : 0.0f;
+    p->math = b->g->opt.math;
+    add_op(b, &op);
+}
+
+/* x += MLP(LayerNorm2(x)) */
+static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X)
+{
+    int64_t hidden = (int64_t)b->g->model->config.mlp_ratio * C;
+    float *T = slot(b, SLOT_T, M * C);
+    float *H = slot(b, SLOT_BIG, M * hidden);
+    op_layernorm(b, M, C, X, T, p, "norm2");
+    op_dense(b, M, hidden, C, T, H, p, "mlp.fc1", 1, MVRT_ACT_GELU_ERF, 0);
+    op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, 1);
+}
+
+static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, float *X)
+{
+    const mvrt_model_config_t *cfg = &b->g->model->config;
+    int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
+    float *T = slot(b, SLOT_T, M * C);
+    float *XZ = slot(b, SLOT_BIG, M * C);
+    float *MX = slot(b, SLOT_MX, Bw * h * L);
+    float *DBL = slot(b, SLOT_DBL, Bw * E * L);
+    float *DT = slot(b, SLOT_DT, Bw * h * L);
+    float *YZ = slot(b, SLOT_YZ, Bw * C * L);
+    mvrt_op_params_t op;
+
+    op_layernorm(b, M, C, X, T, p, "norm1");
+    op_dense(b, M, C, C, T, XZ, p, "mixer.in_proj", 0, MVRT_ACT_NONE, 0);
+
+    /* silu(conv1d) of both halves, token-major in, channel-major out: x to
+     * MX (the scan's u), z straight into the lower half of YZ. */
+    for (int half = 0; half < 2; half++) {
+        memset(&op, 0, sizeof op);
+        op.kind = MVRT_OP_DWCONV1D_SILU;
+        mvrt_dwconv1d_params_t *q = &op.u.dwconv1d;
+        q->batch = Bw, q->channels = h, q->length = L, q->width = cfg->d_conv;
+        q->x = XZ + half * h;
+        q->x_stride[0] = L * C, q->x_stride[1] = 1, q->x_stride[2] = C;
+        if (half == 0) {
+            q->y = MX;
+            q->y_stride[0] = h * L;
+        } else {
+            q->y = YZ + h * L;
+            q->y_stride[0] = C * L;
+        }
+        q->y_stride[1] = L, q->y_stride[2] = 1;
+        q->weight = weight(b, p, half == 0 ? "mixer.conv1d_x.weight" : "mixer.conv1d_z.weight");
+        add_op(b, &op);
+    }
+
+    /* x_proj per sequence: DBL_b (E, L) = W (E, h) . MX_b (h, L) */
+    memset(&op, 0, sizeof op);
+    op.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &op.u.linear;
+    l->batch = Bw, l->M = E, l->N = L, l->K = h;
+    l->A = weight(b, p, "mixer.x_proj.weight"), l->lda = h, l->batch_stride_a = 0;
+    l->B = MX, l->ldb = L, l->batch_stride_b = h * L;
+    l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
+    l->math = b->g->opt.math;
+    add_op(b, &op);
+
+    /* dt_proj per sequence: DT_b (h, L) = W (h, R) . DBL_b[0:R] + bias (per row) */
+    memset(&op, 0, sizeof op);
+    op.kind = MVRT_OP_LINEAR;
+    l->batch = Bw, l->M = h, l->N = L, l->K = R;
+    l->A = weight(b, p, "mixer.dt_proj.weight"), l->lda = R, l->batch_stride_a = 0;
+    l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
+    l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
+    l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
+    l->math = b->g->opt.math;
+    add_op(b, &op);
+
+    /* The scan (the bias goes in a second time as delta_bias: spec step 5). */
+    gnode_t *n = add_node(b, NODE_SCAN);
+    mvrt_scan_params_t *s = &n->scan;
+    s->batch = Bw, s->dim = h, s->seqlen = L, s->dstate = N, s->groups = 1;
+    s->input_dtype = MVRT_SCAN_F32;
+    s->b_variable = s->c_variable = 1;
+    s->delta_softplus = 1;
+    s->u.data = MX, s->u.stride[0] = h * L, s->u.stride[1] = L, s->u.stride[2] = 1;
+    s->delta = s->u, s->delta.data = DT;
+    s->A.data = (void *)weight(b, p, "mixer.A"), s->A.stride[0] = N, s->A.stride[1] = 1;
+    s->B.data = DBL + R * L;
+    s->B.stride[0] = E * L, s->B.stride[1] = 0, s->B.stride[2] = L, s->B.stride[3] = 1;
+    s->C = s->B, s->C.data = DBL + (R + N) * L;
+    s->D.data = (void *)weight(b, p, "mixer.D"), s->D.stride[0] = 1;
+    s->delta_bias.data = (void *)weight(b, p, "mixer.dt_proj.bias"), s->delta_bias.stride[0] = 1;
+    s->out.data = YZ, s->out.stride[0] = C * L, s->out.stride[1] = L, s->out.stride[2] = 1;
+
+    /* out_proj per sequence, into the residual: X_b (L, C) += YZ_b^T (L, C) . W^T */
+    memset(&op, 0, sizeof op);
+    op.kind = MVRT_OP_LINEAR;
+    l->batch = Bw, l->M = L, l->N = C, l->K = C;
+    l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
+    l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
+    l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
+    l->beta = 1.0f;
+    l->math = b->g->opt.math;
+    add_op(b, &op);
+
+    emit_mlp(b, p, M, C, X);
+}
+
+static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C,
+                                 int heads, float *X)
+{
+    int64_t M = Bw * L;
+    float *T = slot(b, SLOT_T, M * C);
+    float *QKV = slot(b, SLOT_BIG, M * 3 * C);
+    op_layernorm(b, M, C, X, T, p, "norm1");
+    op_dense(b, M, 3 * C, C, T, QKV, p, "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE, 0);
+    mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
+    mvrt_attention_params_t *a = &op.u.attention;
+    a->batch = Bw, a->length = L, a->heads = heads, a->head_dim = (int)(C / heads);
+    a->scale = (float)(1.0 / sqrt((double)a->head_dim));
+    a->qkv = QKV, a->out = T;
+    add_op(b, &op);
+    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, 1);
+    emit_mlp(b, p, M, C, X);
+}
+
+static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_bias, int64_t batch,
+                    int64_t cin, int64_t H, int64_t W, int64_t cout, int stride, const float *x, float *y,
+                    const float *residual, int act)
+{
+    char leaf[96];
+    mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
+    mvrt_conv2d_params_t *c = &op.u.conv2d;
+    c->batch = batch, c->in_channels = cin, c->in_h = H, c->in_w = W;
+    c->kernel = 3, c->stride = stride, c->pad = 1;
+    c->out_channels = cout;
+    c->out_h = (H + 2 - 3) / stride + 1, c->out_w = (W + 2 - 3) / stride + 1;
+    c->x = x, c->y = y, c->residual = residual, c->activation = act;
+    snprintf(leaf, sizeof leaf, "%s.weight", conv);
+    c->weight = weight(b, prefix, leaf);
+    if (has_bias) {
+        snprintf(leaf, sizeof leaf, "%s.bias", conv);
+        c->bias = weight(b, prefix, leaf);
+    }
+    add_op(b, &op);
+}
+
+static int64_t down(int64_t n)
+{
+    return (n + 2 - 3) / 2 + 1;
+}
+
+/* A map slot that holds none of the given pointers. */
+static int free_map(builder_t *b, const float *a, const float *c)
+{
+    for (int id = SLOT_MAP0; id <= SLOT_MAP2; id++) {
+        const float *s = (const float *)(b->base + b->g->slot_offset[id]);
+        if (s != a && s != c)
+            return id;
+    }
+    return SLOT_MAP2; /* unreachable: three slots, two excluded */
+}
+
+/* One stage on the map `src` (batch, C, H, W). Returns the result map and
+ * updates C, H, W. */
+static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, int64_t batch, const float *src,
+                         int64_t *Cp, int64_t *Hp, int64_t *Wp)
+{
+    int64_t C = *Cp, H = *Hp, W = *Wp;
+    const float *cur = src;
+    char q[MV_PARAM_NAME_MAX];
+    if (s->conv) {
+        for (int i = 0; i < s->depth; i++) {
+            snprintf(q, sizeof q, "%sblocks.%d.", p, i);
+            float *t = slot(b, free_map(b, cur, NULL), batch * C * H * W);
+            op_conv(b, q, "conv1", 1, batch, C, H, W, C, 1, cur, t, NULL, MVRT_ACT_GELU_TANH);
+            float *y = slot(b, free_map(b, cur, t), batch * C * H * W);
+            op_conv(b, q, "conv2", 1, batch, C, H, W, C, 1, t, y, cur, MVRT_ACT_NONE);
+            cur = y;
+        }
+    } else if (s->depth > 0) {
+        int ws = s->window;
+        int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
+        int64_t Bw = batch * nh * nw, L = (int64_t)ws * ws;
+        float *X = slot(b, SLOT_X, Bw * L * C);
+        mvrt_op_params_t op = {.kind = MVRT_OP_WINDOW_PARTITION};
+        mvrt_window_params_t *w = &op.u.window;
+        w->batch = batch, w->channels = C, w->height = H, w->width = W, w->window = ws;
+        w->src = cur, w->dst = X;
+        add_op(b, &op);
+        for (int i = 0; i < s->depth; i++) {
+            snprintf(q, sizeof q, "%sblocks.%d.", p, i);
+            if (i >= s->first_attention)
+                emit_attention_block(b, q, Bw, L, C, s->heads, X);
+            else
+                emit_mixer_block(b, q, Bw, L, C, X);
+        }
+        float *y = slot(b, free_map(b, cur, NULL), batch * C * H * W);
+        op.kind = MVRT_OP_WINDOW_REVERSE;
+        w->src = X, w->dst = y;
+        add_op(b, &op);
+        cur = y;
+    }
+    if (s->downsample) {
+        float *y = slot(b, free_map(b, cur, NULL), batch * 2 * C * down(H) * down(W));
+        snprintf(q, sizeof q, "%sdownsample.reduction.0", p);
+        op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE);
+        cur = y;
+        C *= 2, H = down(H), W = down(W);
+    }
+    *Cp = C, *Hp = H, *Wp = W;
+    return (float *)cur;
+}
+
+static void emit_all(builder_t *b)
+{
+    mvrt_graph_t *g = b->g;
+    const mvrt_model_config_t *c = &g->model->config;
+    int64_t batch = g->opt.batch;
+    float *in = slot(b, SLOT_IN, g->in_shape[0] * g->in_shape[1] * g->in_shape[2] *
+                                     (g->in_rank == 4 ? g->in_shape[3] : 1));
+    int64_t out_n = 1;
+    for (int i = 0; i < g->out_rank; i++)
+        out_n *= g->out_shape[i];
+    float *out = slot(b, SLOT_OUT, out_n);
+    switch (c->kind) {
+    case MVRT_MODEL_MIXER_BLOCK:
+    case MVRT_MODEL_ATTENTION_BLOCK: {
+        int64_t L = g->opt.tokens, C = c->dim;
+        add_copy(b, out, in, batch * L * C);
+        if (c->kind == MVRT_MODEL_MIXER_BLOCK)
+            emit_mixer_block(b, "", batch, L, C, out);
+        else
+            emit_attention_block(b, "", batch, L, C, c->num_heads, out);
+        break;
+    }
+    case MVRT_MODEL_STAGE: {
+        mv_stage_desc_t s;
+        mv_model_stage(c, &s);
+        int64_t C = c->dim, H = g->opt.height, W = g->opt.width;
+        float *r = emit_stage(b, "", &s, batch, in, &C, &H, &W);
+        add_copy(b, out, r, batch * C * H * W);
+        break;
+    }
+    case MVRT_MODEL_NETWORK: {
+        int64_t H = g->opt.height, W = g->opt.width, C;
+        float *m0 = slot(b, SLOT_MAP0, batch * c->in_dim * down(H) * down(W));
+        op_conv(b, "patch_embed.conv_down.", "0", 1, batch, c->in_chans, H, W, c->in_dim, 2, in, m0, NULL,
+                MVRT_ACT_RELU);
+        H = down(H), W = down(W);
+        float *m1 = slot(b, SLOT_MAP1, batch * c->dim * down(H) * down(W));
+        op_conv(b, "patch_embed.conv_down.", "3", 1, batch, c->in_dim, H, W, c->dim, 2, m0, m1, NULL,
+                MVRT_ACT_RELU);
+        H = down(H), W = down(W), C = c->dim;
+        float *cur = m1;
+        for (int level = 0; level < 4; level++) {
+            char p[32];
+            mv_stage_desc_t s;
+            mv_network_stage(c, level, &s);
+            snprintf(p, sizeof p, "levels.%d.", level);
+            cur = emit_stage(b, p, &s, batch, cur, &C, &H, &W);
+        }
+        float *pooled = slot(b, SLOT_POOL, batch * C);
+        mvrt_op_params_t op = {.kind = MVRT_OP_AFFINE_AVGPOOL};
+        op.u.pool.batch = batch, op.u.pool.channels = C, op.u.pool.spatial = H * W;
+        op.u.pool.x = cur, op.u.pool.y = pooled;
+        op.u.pool.scale = weight(b, "", "norm.scale"), op.u.pool.shift = weight(b, "", "norm.shift");
+        add_op(b, &op);
+        op_dense(b, batch, c->num_classes, C, pooled, out, "", "head", 1, MVRT_ACT_NONE, 0);
+        break;
+    }
+    }
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+static mvrt_status_t io_shapes(mvrt_graph_t *g)
+{
+    const mvrt_model_config_t *c = &g->model->config;
+    const mvrt_graph_options_t *o = &g->opt;
+    static const char fn[] = "mvrt_graph_create";
+    if (o->batch < 1 || o->batch > (1 << 24))
+        return mvrt_error_set(INVALID, "%s: options->batch = %lld out of range [1, 2^24]", fn, (long long)o->batch);
+    if (o->math != 0 && o->math != 1)
+        return mvrt_error_set(INVALID, "%s: options->math = %d (0 exact fp32, 1 fast)", fn, o->math);
+    if (c->kind == MVRT_MODEL_MIXER_BLOCK || c->kind == MVRT_MODEL_ATTENTION_BLOCK) {
+        if (o->tokens < 1 || o->tokens > (1 << 20))
+            return mvrt_error_set(INVALID, "%s: options->tokens = %lld out of range [1, 2^20] for a block", fn,
+                                  (long long)o->tokens);
+        g->in_rank = g->out_rank = 3;
+        g->in_shape[0] = g->out_shape[0] = o->batch;
+        g->in_shape[1] = g->out_shape[1] = o->tokens;
+        g->in_shape[2] = g->out_shape[2] = c->dim;
+        return MVRT_OK;
+    }
+    if (o->height < 1 || o->width < 1 || o->height > 65536 || o->width > 65536)
+        return mvrt_error_set(INVALID, "%s: options->height/width = %lld x %lld out of range [1, 65536]", fn,
+                              (long long)o->height, (long long)o->width);
+    g->in_rank = 4;
+    g->in_shape[0] = o->batch;
+    g->in_shape[2] = o->height, g->in_shape[3] = o->width;
+    if (c->kind == MVRT_MODEL_STAGE) {
+        g->in_shape[1] = c->dim;
+        g->out_rank = 4;
+        g->out_shape[0] = o->batch;
+        g->out_shape[1] = c->downsample ? 2 * c->dim : c->dim;
+        g->out_shape[2] = c->downsample ? down(o->height) : o->height;
+        g->out_shape[3] = c->downsample ? down(o->width) : o->width;
+    } else {
+        g->in_shape[1] = c->in_chans;
+        g->out_rank = 2;
+        g->out_shape[0] = o->batch;
+        g->out_shape[1] = c->num_classes;
+    }
+    return MVRT_OK;
+}
+
+mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t *options, mvrt_graph_t **out_graph)
+{
+    static const char fn[] = "mvrt_graph_create";
+    if (!model || !options || !out_graph)
+        return mvrt_error_set(INVALID, "%s: %s is NULL", fn, !model ? "model" : !options ? "options" : "out_graph");
+    mvrt_graph_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    g->model = model;
+    g->backend = model->backend;
+    g->opt = *options;
+    mvrt_status_t st = io_shapes(g);
+    if (st) {
+        free(g);
+        return st;
+    }
+
+    /* Plan: slot sizes with a fake base (no pointer is dereferenced). */
+    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK};
+    emit_all(&b);
+    if (b.status) {
+        free(g);
+        return b.status;
+    }
+    size_t total = 0;
+    for (int i = 0; i < SLOT_COUNT; i++) {
+        g->slot_offset[i] = total;
+        size_t bytes = (b.slot_floats[i] * sizeof(float) + 255) & ~(size_t)255;
+        if (bytes / sizeof(float) < b.slot_floats[i]) {
+            free(g);
+            return mvrt_error_set(INVALID, "%s: the workspace size overflows", fn);
+        }
+        total += bytes;
+    }
+    g->scratch_offset = total;
+    total += (g->scratch_bytes + 255) & ~(size_t)255;
+    g->workspace_bytes = total;
+    st = mvrt_buffer_alloc(g->backend, total ? total : 256, &g->workspace);
+    if (st) {
+        free(g);
+        return st;
+    }
+
+    /* Emit: the same walk with the real base. */
+    builder_t e = {g, 1, {0}, mvrt_buffer_data(g->workspace), mvrt_buffer_data(model->weights), MVRT_OK};
+    emit_all(&e);
+    if (e.status) {
+        mvrt_graph_destroy(g);
+        return e.status;
+    }
+    *out_graph = g;
+    return MVRT_OK;
+}
+
+void mvrt_graph_destroy(mvrt_graph_t *graph)
+{
+    if (!graph)
+        return;
+    mvrt_backend_t *be = graph->backend;
+    if (graph->exec && be->vt->graph_destroy)
+        be->vt->graph_destroy(be->device, graph->exec);
+    mvrt_buffer_free(graph->workspace);
+    free(graph->nodes);
+    free(graph);
+}
+
+static mvrt_tensor_t slot_tensor(const mvrt_graph_t *g, int id, int32_t rank, const int64_t *shape)
+{
+    return mvrt_tensor_make(g->workspace, g->slot_offset[id], MVRT_DTYPE_F32, rank, shape);
+}
+
+mvrt_status_t mvrt_graph_input(const mvrt_graph_t *graph, mvrt_tensor_t *out_tensor)
+{
+    if (!graph || !out_tensor)
+        return mvrt_error_set(INVALID, "mvrt_graph_input: %s is NULL", !graph ? "graph" : "out_tensor");
+    *out_tensor = slot_tensor(graph, SLOT_IN, graph->in_rank, graph->in_shape);
+    return MVRT_OK;
+}
+
+mvrt_status_t mvrt_graph_output(const mvrt_graph_t *graph, mvrt_tensor_t *out_tensor)
+{
+    if (!graph || !out_tensor)
+        return mvrt_error_set(INVALID, "mvrt_graph_output: %s is NULL", !graph ? "graph" : "out_tensor");
+    *out_tensor = slot_tensor(graph, SLOT_OUT, graph->out_rank, graph->out_shape);
+    return MVRT_OK;
+}
+
+static mvrt_status_t check_io(const mvrt_graph_t *g, const char *what, const mvrt_tensor_t *t, int32_t rank,
+                              const int64_t *shape)
+{
+    static const char fn[] = "mvrt_graph_run";
+    if (!t->buffer)
+        return mvrt_error_set(INVALID, "%s: %s has no buffer", fn, what);
+    if (t->buffer->backend != g->backend)
+        return mvrt_error_set(INVALID, "%s: %s is on backend %s, the graph on %s", fn, what,
+                              t->buffer->backend->name, g->backend->name);
+    if (t->dtype != MVRT_DTYPE_F32)
+        return mvrt_error_set(INVALID, "%s: %s has dtype %s; graphs take f32", fn, what, mvrt_dtype_name(t->dtype));
+    int same = t->rank == rank;
+    for (int i = 0; same && i < rank; i++)
+        same = t->shape[i] == shape[i];
+    if (!same) {
+        char want[96] = "(", got[96] = "(";
+        for (int i = 0; i < rank; i++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? ", " : "", (long long)shape[i]);
+        for (int i = 0; i < t->rank && i < MVRT_MAX_RANK; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        return mvrt_error_set(INVALID, "%s: %s has shape %s), the graph's is %s)", fn, what, got, want);
+    }
+    if (!mvrt_tensor_is_contiguous(t))
+        return mvrt_error_set(INVALID, "%s: %s must be contiguous", fn, what);
+    int64_t n = mvrt_tensor_numel(t);
+    if (t->offset > t->buffer->size || (uint64_t)n * 4 > t->buffer->size - t->offset)
+        return mvrt_error_set(INVALID, "%s: %s extends past the end of its buffer", fn, what);
+    return MVRT_OK;
+}
+
+static mvrt_status_t run_nodes(mvrt_graph_t *g, void *stream)
+{
+    mvrt_backend_t *be = g->backend;
+    void *scratch = g->scratch_bytes ? (char *)mvrt_buffer_data(g->workspace) + g->scratch_offset : NULL;
+    for (size_t i = 0; i < g->count; i++) {
+        gnode_t *n = &g->nodes[i];
+        mvrt_status_t st;
+        if (n->type == NODE_OP)
+            st = be->vt->op_run(be->device, stream, &n->op, scratch);
+        else if (n->type == NODE_SCAN)
+            st = be->vt->scan_fwd(be->device, stream, &n->scan);
+        else
+            st = be->vt->copy_d2d(be->device, stream, n->dst, n->src, n->bytes);
+        if (st)
+            return st;
+    }
+    return MVRT_OK;
+}
+
+static int capture_enabled(void)
+{
+    const char *e = getenv("MVRT_GRAPH_CAPTURE");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream, const mvrt_tensor_t *input,
+                             const mvrt_tensor_t *output)
+{
+    static const char fn[] = "mvrt_graph_run";
+    if (!graph)
+        return mvrt_error_set(INVALID, "%s: graph is NULL", fn);
+    mvrt_backend_t *be = graph->backend;
+    if (stream && stream->backend != be)
+        return mvrt_error_set(INVALID, "%s: stream is on backend %s, the graph on %s", fn, stream->backend->name,
+                              be->name);
+    mvrt_status_t st;
+    if (input && (st = check_io(graph, "input", input, graph->in_rank, graph->in_shape)))
+        return st;
+    if (output && (st = check_io(graph, "output", output, graph->out_rank, graph->out_shape)))
+        return st;
+    void *s = mvrt_stream_handle_for(be, stream);
+    char *ws = mvrt_buffer_data(graph->workspace);
+    if (input) {
+        size_t bytes = (size_t)mvrt_tensor_numel(input) * sizeof(float);
+        st = be->vt->copy_d2d(be->device, s, ws + graph->slot_offset[SLOT_IN],
+                              (char *)mvrt_buffer_data(input->buffer) + input->offset, bytes);
+        if (st)
+            return st;
+    }
+    if (graph->exec) {
+        st = be->vt->graph_launch(be->device, graph->exec, s);
+    } else if (be->vt->graph_capture_begin && !graph->capture_failed && capture_enabled()) {
+        /* Capture once; if the backend cannot capture these ops, fall back
+         * to launching op by op from now on. */
+        st = be->vt->graph_capture_begin(be->device, s);
+        if (st == MVRT_OK) {
+            mvrt_status_t run_st = run_nodes(graph, s);
+            void *exec = NULL;
+            mvrt_status_t end_st = be->vt->graph_capture_end(be->device, s, &exec);
+            if (run_st == MVRT_OK && end_st == MVRT_OK) {
+                graph->exec = exec;
+                st = be->vt->graph_launch(be->device, exec, s);
+            } else {
+                if (exec)
+                    be->vt->graph_destroy(be->device, exec);
+                graph->capture_failed = 1;
+                st = run_nodes(graph, s);
+            }
+        } else {
+            graph->capture_failed = 1;
+            st = run_nodes(graph, s);
+        }
+    } else {
+        st = run_nodes(graph, s);
+    }
+    if (st)
+        return st;
+    if (output) {
+        int64_t n = 1;
+        for (int i = 0; i < graph->out_rank; i++)
+            n *= graph->out_shape[i];
+        st = be->vt->copy_d2d(be->device, s, (char *)mvrt_buffer_data(output->buffer) + output->offset,
+                              ws + graph->slot_offset[SLOT_OUT], (size_t)n * sizeof(float));
+        if (st)
+            return st;
+    }
+    graph->runs++;
+    return MVRT_OK;
+}
+
+mvrt_status_t mvrt_graph_get_stats(const mvrt_graph_t *graph, mvrt_graph_stats_t *out_stats)
+{
+    if (!graph || !out_stats)
+        return mvrt_error_set(INVALID, "mvrt_graph_get_stats: %s is NULL", !graph ? "graph" : "out_stats");
+    mvrt_graph_stats_t s = {graph->workspace_bytes, graph->model->weight_bytes, (int64_t)graph->count,
+                            graph->exec != NULL, graph->runs, graph->flops};
+    *out_stats = s;
+    return MVRT_OK;
+}

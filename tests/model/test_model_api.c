@@ -1,0 +1,397 @@
+/* MambaVision models and graphs through the public API on one backend.
+ * usage: test_model_api --backend NAME --golden-dir DIR
+ * What each part checks is in tests/model/CMakeLists.txt. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mvrt/mvrt.h"
+#include "st_write.h"
+#include "test_util.h"
+
+static const char *backend_spec = "cpu";
+static const char *golden_dir = NULL;
+
+/* A small network with every part: stem, two ConvBlock levels, two hybrid
+ * levels (mixers then attention), downsampling, head. */
+static mvrt_model_config_t small_network(void)
+{
+    mvrt_model_config_t c;
+    memset(&c, 0, sizeof c);
+    c.kind = MVRT_MODEL_NETWORK;
+    c.dim = 16, c.in_dim = 8, c.in_chans = 3, c.num_classes = 7;
+    c.mlp_ratio = 2, c.qkv_bias = 1, c.d_state = 8, c.d_conv = 3;
+    int depths[4] = {1, 1, 3, 2}, heads[4] = {1, 2, 2, 4}, windows[4] = {4, 4, 3, 2};
+    memcpy(c.depths, depths, sizeof depths);
+    memcpy(c.heads, heads, sizeof heads);
+    memcpy(c.windows, windows, sizeof windows);
+    return c;
+}
+
+/* Seeded values in [-1, 1]. */
+static void fill(float *v, int64_t n, uint64_t seed)
+{
+    uint64_t s = seed * 2654435761u + 1;
+    for (int64_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        v[i] = (float)((double)(s >> 11) / 4503599627370496.0 - 1.0);
+    }
+}
+
+/* Runs `graph` once on `stream` with host input/output. */
+static mvrt_status_t run_host(mvrt_graph_t *graph, mvrt_stream_t *stream, const float *in, float *out)
+{
+    mvrt_tensor_t ti, to;
+    mvrt_graph_input(graph, &ti);
+    mvrt_graph_output(graph, &to);
+    mvrt_status_t st = mvrt_copy_host_to_device(stream, ti.buffer, ti.offset, in,
+                                                (size_t)mvrt_tensor_numel(&ti) * sizeof(float));
+    if (st == MVRT_OK)
+        st = mvrt_graph_run(graph, stream, NULL, NULL);
+    if (st == MVRT_OK)
+        st = mvrt_copy_device_to_host(stream, out, to.buffer, to.offset,
+                                      (size_t)mvrt_tensor_numel(&to) * sizeof(float));
+    if (st == MVRT_OK)
+        st = mvrt_stream_synchronize(stream);
+    return st;
+}
+
+static void test_presets(mvrt_backend_t *be)
+{
+    /* Published parameter counts (spec/mambavision.md), in millions, one
+     * decimal: checks that every parameter of every part is declared with
+     * the right shape (a missing Linear/conv/norm of any level is >= 0.1 M
+     * off for L, >= 0.07 M for T). T, T2, S and B round to the published
+     * figure; L and L2 come out 0.06 M above theirs, about what their
+     * layer-scale vectors (gamma_1/gamma_2: 0.031 M / 0.035 M) add, so the
+     * bound is 0.07 M. */
+    static const struct { const char *name; double millions; } published[] = {
+        {"T", 31.8}, {"T2", 35.1}, {"S", 50.1}, {"B", 97.7}, {"L", 227.9}, {"L2", 241.5}};
+    for (size_t i = 0; i < sizeof published / sizeof *published; i++) {
+        mvrt_model_config_t c;
+        CHECK_OK(mvrt_model_config_preset(published[i].name, &c));
+        mvrt_model_t *m = NULL;
+        mvrt_status_t st = mvrt_model_init_random(be, &c, 7, &m);
+        CHECK_OK(st);
+        if (st != MVRT_OK)
+            continue;
+        double got = (double)mvrt_model_parameter_count(m) / 1e6;
+        fprintf(stderr, "MambaVision-%s: %.3f M parameters (published %.1f M)\n", published[i].name, got,
+                published[i].millions);
+        CHECK(fabs(got - published[i].millions) < 0.07);
+        mvrt_model_destroy(m);
+    }
+    mvrt_model_config_t c;
+    CHECK_OK(mvrt_model_config_preset("mambavision_t2", &c));
+    CHECK(c.depths[2] == 11 && c.dim == 80);
+    CHECK_ERR(mvrt_model_config_preset("XL", &c), MVRT_ERR_NOT_FOUND, "'XL'", "T, T2");
+}
+
+static void test_config_errors(mvrt_backend_t *be)
+{
+    mvrt_model_config_t c;
+    int64_t batch, h, w, tokens;
+    CHECK_OK(mvrt_model_config_from_json("{\"kind\": \"stage\", \"dim\": 64, \"depth\": 4, \"heads\": 4, "
+                                         "\"window\": 4, \"layer_scale\": null, \"transformer_blocks\": [2, 3], "
+                                         "\"downsample\": true, \"input\": [2, 64, 9, 11]}",
+                                         &c, &batch, &h, &w, &tokens));
+    CHECK(c.kind == MVRT_MODEL_STAGE && c.first_attention == 2 && c.downsample == 1 && batch == 2 && h == 9 &&
+          w == 11 && tokens == 0);
+    CHECK_ERR(mvrt_model_config_from_json("{\"kind\": \"mixer\", \"dim\": 33}", &c, NULL, NULL, NULL, NULL),
+              MVRT_ERR_INVALID_ARGUMENT, "width 33", "even");
+    CHECK_ERR(mvrt_model_config_from_json("{\"kind\": \"attention\", \"dim\": 30, \"heads\": 4}", &c, NULL, NULL,
+                                          NULL, NULL),
+              MVRT_ERR_INVALID_ARGUMENT, "not divisible by 4 heads");
+    CHECK_ERR(mvrt_model_config_from_json("{\"kind\": \"blob\"}", &c, NULL, NULL, NULL, NULL),
+              MVRT_ERR_INVALID_ARGUMENT, "unknown kind");
+    CHECK_ERR(mvrt_model_config_from_json("{\"dim\": 8", &c, NULL, NULL, NULL, NULL), MVRT_ERR_INVALID_ARGUMENT,
+              "offset");
+    CHECK_ERR(mvrt_model_config_from_json("[1, 2]", &c, NULL, NULL, NULL, NULL), MVRT_ERR_INVALID_ARGUMENT,
+              "object");
+    CHECK_ERR(mvrt_model_config_from_json(NULL, &c, NULL, NULL, NULL, NULL), MVRT_ERR_INVALID_ARGUMENT, "json");
+
+    mvrt_model_config_t bad = small_network();
+    bad.depths[2] = -1;
+    mvrt_model_t *m = (mvrt_model_t *)&bad; /* sentinel: must stay untouched */
+    CHECK_ERR(mvrt_model_init_random(be, &bad, 1, &m), MVRT_ERR_INVALID_ARGUMENT, "depths[2]");
+    CHECK(m == (mvrt_model_t *)&bad);
+    CHECK_ERR(mvrt_model_init_random(NULL, &bad, 1, &m), MVRT_ERR_INVALID_ARGUMENT, "backend");
+    CHECK_ERR(mvrt_model_load(be, &bad, NULL, "", &m), MVRT_ERR_INVALID_ARGUMENT, "file is NULL");
+}
+
+/* The golden mixer block rewritten with one tensor dropped, reshaped or
+ * retyped: the load names it. */
+static void test_load_errors(mvrt_backend_t *be)
+{
+    if (!golden_dir)
+        return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/mv_mixer_block.safetensors", golden_dir);
+    mvrt_safetensors_t *f = NULL;
+    if (mvrt_safetensors_open(path, &f) != MVRT_OK) {
+        fprintf(stderr, "note: %s not readable, load-error cases skipped\n", path);
+        return;
+    }
+    const char *json = NULL;
+    CHECK_OK(mvrt_safetensors_metadata(f, "mixer_block", &json));
+    mvrt_model_config_t c;
+    CHECK_OK(mvrt_model_config_from_json(json, &c, NULL, NULL, NULL, NULL));
+    const char *victim = "mixer_block.weights.mixer.D";
+    for (int mode = 0; mode < 3; mode++) {
+        st_writer_t w;
+        stw_init(&w);
+        for (size_t i = 0; i < mvrt_safetensors_count(f); i++) {
+            mvrt_safetensors_tensor_t t;
+            mvrt_safetensors_at(f, i, &t);
+            if (strcmp(t.name, victim) != 0) {
+                stw_tensor(&w, t.name, "F32", t.rank, t.shape, t.data, t.nbytes);
+            } else if (mode == 1) {
+                int64_t shape[1] = {t.shape[0] - 1};
+                stw_tensor(&w, t.name, "F32", 1, shape, t.data, t.nbytes - 4);
+            } else if (mode == 2) {
+                stw_tensor(&w, t.name, "I32", t.rank, t.shape, t.data, t.nbytes);
+            }
+        }
+        size_t n = 0;
+        void *img = stw_finish(&w, &n);
+        mvrt_safetensors_t *g = NULL;
+        CHECK_OK(mvrt_safetensors_open_memory(img, n, &g));
+        free(img);
+        mvrt_model_t *m = NULL;
+        if (mode == 0)
+            CHECK_ERR(mvrt_model_load(be, &c, g, "mixer_block.weights.", &m), MVRT_ERR_NOT_FOUND,
+                      "'mixer_block.weights.mixer.D'", "(160)");
+        else if (mode == 1)
+            CHECK_ERR(mvrt_model_load(be, &c, g, "mixer_block.weights.", &m), MVRT_ERR_INVALID_ARGUMENT,
+                      "mixer.D", "shape (159), expected (160)");
+        else
+            CHECK_ERR(mvrt_model_load(be, &c, g, "mixer_block.weights.", &m), MVRT_ERR_INVALID_ARGUMENT,
+                      "mixer.D", "dtype");
+        CHECK(m == NULL);
+        mvrt_safetensors_close(g);
+    }
+    /* The wrong prefix: the first parameter is missing. */
+    mvrt_model_t *m = NULL;
+    CHECK_ERR(mvrt_model_load(be, &c, f, "nope.", &m), MVRT_ERR_NOT_FOUND, "nope.");
+    mvrt_safetensors_close(f);
+}
+
+typedef struct job {
+    mvrt_graph_t *graph;
+    mvrt_stream_t *stream;
+    const float *in;
+    float *out;
+    int reps;
+    mvrt_status_t st;
+} job_t;
+
+static void *job_main(void *arg)
+{
+    job_t *j = arg;
+    for (int r = 0; r < j->reps && j->st == MVRT_OK; r++)
+        j->st = run_host(j->graph, j->stream, j->in, j->out);
+    return NULL;
+}
+
+static int64_t numel_of(mvrt_graph_t *g, int output)
+{
+    mvrt_tensor_t t;
+    if (output)
+        mvrt_graph_output(g, &t);
+    else
+        mvrt_graph_input(g, &t);
+    return mvrt_tensor_numel(&t);
+}
+
+static double max_diff(const float *a, const float *b, int64_t n, double *scale)
+{
+    double d = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        d = e > d || e != e ? e : d;
+        s = fabs(b[i]) > s ? fabs(b[i]) : s;
+    }
+    *scale = s;
+    return d;
+}
+
+static void test_network_graphs(mvrt_backend_t *be)
+{
+    mvrt_model_config_t c = small_network();
+    mvrt_model_t *m = NULL;
+    CHECK_OK(mvrt_model_init_random(be, &c, 42, &m));
+    if (!m)
+        return;
+    /* 37 x 45: no level is a multiple of its window (padding in both
+     * hybrid levels, odd sizes through every stride-2 conv). */
+    mvrt_graph_options_t o = {3, 37, 45, 0, 0};
+    mvrt_graph_t *g3 = NULL, *g1 = NULL;
+    CHECK_OK(mvrt_graph_create(m, &o, &g3));
+    mvrt_graph_options_t o1 = o;
+    o1.batch = 1;
+    CHECK_OK(mvrt_graph_create(m, &o1, &g1));
+    mvrt_stream_t *s = NULL, *s2 = NULL;
+    CHECK_OK(mvrt_stream_create(be, &s));
+    CHECK_OK(mvrt_stream_create(be, &s2));
+    if (!g3 || !g1 || !s || !s2)
+        goto done;
+    int64_t nin = numel_of(g3, 0), nout = numel_of(g3, 1);
+    CHECK(nin == 3 * 3 * 37 * 45 && nout == 3 * 7);
+    float *in = malloc((size_t)nin * 4), *a = malloc((size_t)nout * 4), *b = malloc((size_t)nout * 4),
+          *one = malloc((size_t)nout * 4);
+    fill(in, nin, 5);
+    CHECK_OK(run_host(g3, s, in, a));
+    /* Replay (captured on GPUs) is bit-identical to the first run. */
+    CHECK_OK(run_host(g3, s, in, b));
+    CHECK(memcmp(a, b, (size_t)nout * 4) == 0);
+    int finite = 1;
+    for (int64_t i = 0; i < nout; i++)
+        finite &= isfinite(a[i]) != 0;
+    CHECK(finite);
+    /* Images are independent: each through a batch-1 graph gives the batch
+     * result (to rounding: GEMM blocking may differ with M). */
+    double worst = 0, scale = 0;
+    for (int img = 0; img < 3; img++) {
+        CHECK_OK(run_host(g1, s, in + img * (nin / 3), one + img * 7));
+    }
+    worst = max_diff(one, a, nout, &scale);
+    fprintf(stderr, "batch 3 vs 3 x batch 1: max diff %.3e (max |logit| %.3e)\n", worst, scale);
+    CHECK(worst <= 1e-4 * (scale > 1 ? scale : 1));
+    /* Images differ, so the logits do too (the test input matters). */
+    CHECK(memcmp(one, one + 7, 7 * 4) != 0);
+
+    /* Two graphs on two streams from two threads at once give the results
+     * they give alone. */
+    float *c1 = malloc((size_t)nout * 4), *c2 = malloc(7 * 4);
+    job_t j1 = {g3, s, in, c1, 3, MVRT_OK}, j2 = {g1, s2, in + nin / 3, c2, 5, MVRT_OK};
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, job_main, &j1);
+    pthread_create(&t2, NULL, job_main, &j2);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    CHECK_OK(j1.st);
+    CHECK_OK(j2.st);
+    CHECK(memcmp(c1, a, (size_t)nout * 4) == 0);
+    CHECK(memcmp(c2, one + 7, 7 * 4) == 0);
+
+    /* Run arguments. */
+    mvrt_tensor_t ti;
+    mvrt_graph_input(g3, &ti);
+    mvrt_tensor_t wrong = ti;
+    wrong.shape[2] = 36;
+    CHECK_ERR(mvrt_graph_run(g3, s, &wrong, NULL), MVRT_ERR_INVALID_ARGUMENT, "input", "shape");
+    wrong = ti;
+    wrong.dtype = MVRT_DTYPE_F16;
+    CHECK_ERR(mvrt_graph_run(g3, s, &wrong, NULL), MVRT_ERR_INVALID_ARGUMENT, "dtype");
+    CHECK_ERR(mvrt_graph_run(NULL, s, NULL, NULL), MVRT_ERR_INVALID_ARGUMENT, "graph");
+    /* Explicit input and output tensors: copies in and out. */
+    mvrt_buffer_t *bin = NULL, *bout = NULL;
+    CHECK_OK(mvrt_buffer_alloc(be, (size_t)nin * 4, &bin));
+    CHECK_OK(mvrt_buffer_alloc(be, (size_t)nout * 4, &bout));
+    if (bin && bout) {
+        mvrt_tensor_t tin = mvrt_tensor_make(bin, 0, MVRT_DTYPE_F32, ti.rank, ti.shape);
+        int64_t oshape[2] = {3, 7};
+        mvrt_tensor_t tout = mvrt_tensor_make(bout, 0, MVRT_DTYPE_F32, 2, oshape);
+        CHECK_OK(mvrt_copy_host_to_device(s, bin, 0, in, (size_t)nin * 4));
+        CHECK_OK(mvrt_graph_run(g3, s, &tin, &tout));
+        CHECK_OK(mvrt_copy_device_to_host(s, b, bout, 0, (size_t)nout * 4));
+        CHECK_OK(mvrt_stream_synchronize(s));
+        CHECK(memcmp(a, b, (size_t)nout * 4) == 0);
+    }
+    mvrt_buffer_free(bin);
+    mvrt_buffer_free(bout);
+    mvrt_graph_stats_t gs;
+    CHECK_OK(mvrt_graph_get_stats(g3, &gs));
+    CHECK(gs.nodes > 20 && gs.workspace_bytes > 0 && gs.runs >= 5 && gs.flops > 0);
+    free(in), free(a), free(b), free(one), free(c1), free(c2);
+done:
+    mvrt_stream_destroy(s);
+    mvrt_stream_destroy(s2);
+    mvrt_graph_destroy(g3);
+    mvrt_graph_destroy(g1);
+    /* Bad options. */
+    mvrt_graph_t *g = NULL;
+    mvrt_graph_options_t bad = {0, 37, 45, 0, 0};
+    CHECK_ERR(mvrt_graph_create(m, &bad, &g), MVRT_ERR_INVALID_ARGUMENT, "batch");
+    bad.batch = 1, bad.height = 0;
+    CHECK_ERR(mvrt_graph_create(m, &bad, &g), MVRT_ERR_INVALID_ARGUMENT, "height");
+    CHECK(g == NULL);
+    /* 1x1 images go through every level. */
+    mvrt_graph_options_t tiny = {2, 1, 1, 0, 0};
+    CHECK_OK(mvrt_graph_create(m, &tiny, &g));
+    if (g) {
+        mvrt_stream_t *st = NULL;
+        CHECK_OK(mvrt_stream_create(be, &st));
+        float tin[6], tout[14];
+        fill(tin, 6, 9);
+        CHECK_OK(run_host(g, st, tin, tout));
+        int ok = 1;
+        for (int i = 0; i < 14; i++)
+            ok &= isfinite(tout[i]) != 0;
+        CHECK(ok);
+        mvrt_stream_destroy(st);
+        mvrt_graph_destroy(g);
+    }
+    mvrt_model_destroy(m);
+}
+
+/* Blocks at L = 1 and an odd L, each kind, with layer scale. */
+static void test_blocks(mvrt_backend_t *be)
+{
+    for (int kind = MVRT_MODEL_MIXER_BLOCK; kind <= MVRT_MODEL_ATTENTION_BLOCK; kind++) {
+        mvrt_model_config_t c;
+        memset(&c, 0, sizeof c);
+        c.kind = kind, c.dim = 34, c.num_heads = 2, c.mlp_ratio = 3, c.qkv_bias = 1;
+        c.d_state = 5, c.d_conv = 4, c.layer_scale = 0.5;
+        mvrt_model_t *m = NULL;
+        CHECK_OK(mvrt_model_init_random(be, &c, 3, &m));
+        if (!m)
+            continue;
+        int64_t lens[2] = {1, 23};
+        for (int li = 0; li < 2; li++) {
+            mvrt_graph_options_t o = {2, 0, 0, lens[li], 0};
+            mvrt_graph_t *g = NULL;
+            CHECK_OK(mvrt_graph_create(m, &o, &g));
+            if (!g)
+                continue;
+            mvrt_stream_t *s = NULL;
+            CHECK_OK(mvrt_stream_create(be, &s));
+            int64_t n = 2 * lens[li] * 34;
+            float *in = malloc((size_t)n * 4), *out = malloc((size_t)n * 4), *again = malloc((size_t)n * 4);
+            fill(in, n, (uint64_t)(kind * 10 + li));
+            CHECK_OK(run_host(g, s, in, out));
+            CHECK_OK(run_host(g, s, in, again));
+            CHECK(memcmp(out, again, (size_t)n * 4) == 0);
+            int ok = 1, changed = 0;
+            for (int64_t i = 0; i < n; i++) {
+                ok &= isfinite(out[i]) != 0;
+                changed |= out[i] != in[i];
+            }
+            CHECK(ok && changed);
+            free(in), free(out), free(again);
+            mvrt_stream_destroy(s);
+            mvrt_graph_destroy(g);
+        }
+        mvrt_model_destroy(m);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--backend"))
+            backend_spec = argv[i + 1];
+        else if (!strcmp(argv[i], "--golden-dir"))
+            golden_dir = argv[i + 1];
+    }
+    mvrt_backend_t *be = tu_open_or_skip(backend_spec);
+    test_config_errors(be);
+    test_load_errors(be);
+    test_blocks(be);
+    test_network_graphs(be);
+    test_presets(be);
+    mvrt_backend_close(be);
+    TEST_END();
+}

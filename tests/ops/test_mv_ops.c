@@ -1,0 +1,502 @@
+/* CPU kernels of LayerNorm, depthwise conv1d + SiLU, attention, window
+ * partition / reverse and affine + average pool against their double
+ * references (mvrt_cpu_op_run vs mvrt_ref_op_run), over edge shapes, with
+ * 1 and 2 threads.
+ *
+ * Every output buffer is pre-filled (NaN, or the input itself for the
+ * in-place LayerNorm) and the reference buffer starts as a double copy of
+ * it, so the comparison over the WHOLE buffer also checks that the kernel
+ * writes exactly the elements it should: an element the op must write and
+ * did not stays NaN and fails; an element it must not write has to keep its
+ * old value (NaN on both sides passes).
+ *
+ * Pass rule per element: |got - ref| <= atol + rtol * |ref|, where atol is
+ * a per-op factor times the largest |ref| of the case (float kernels lose
+ * accuracy relative to the magnitudes involved, not to each element). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/common/mv_cpu.h"
+#include "ops/common/mv_reference.h"
+
+static int g_failures;
+static int g_cases;
+
+/* ---- random numbers (splitmix64) ---- */
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+
+static double rnd_unit(void)
+{
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;  /* [0, 1) */
+}
+
+/* Uniform in [center - half, center + half). */
+static void fill_uniform(float *x, size_t n, double center, double half)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(center + half * (2.0 * rnd_unit() - 1.0));
+}
+
+static float *falloc(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static double *dalloc(size_t n)
+{
+    double *p = malloc((n ? n : 1) * sizeof(double));
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static void fill_nan(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = NAN;
+}
+
+static void to_double(double *d, const float *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = f[i];
+}
+
+static double max_abs(const double *ref, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(ref[i]) && fabs(ref[i]) > m)
+            m = fabs(ref[i]);
+    return m;
+}
+
+/* Compares the whole output buffer (see the file comment); prints the worst
+ * error of the case and returns 0 on pass. atol is absolute. */
+static int compare(const char *op, const char *name, int threads, const float *got,
+                   const double *ref, size_t n, double rtol, double atol)
+{
+    const double maxref = max_abs(ref, n);
+    double worst_abs = 0.0, worst_ratio = 0.0;
+    size_t bad = 0, first_bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(ref[i])) {
+            if (!isnan(got[i])) {
+                if (!bad++)
+                    first_bad = i;
+            }
+            continue;
+        }
+        const double err = fabs((double)got[i] - ref[i]);
+        const double tol = atol + rtol * fabs(ref[i]);
+        if (tol == 0.0) { /* exact comparison (data movement) */
+            if (err != 0.0 || signbit((double)got[i]) != signbit(ref[i])) {
+                if (!bad++)
+                    first_bad = i;
+            }
+            if (err > worst_abs)
+                worst_abs = err;
+            continue;
+        }
+        if (!(err <= tol)) {
+            if (!bad++)
+                first_bad = i;
+        }
+        if (err > worst_abs || isnan(err))
+            worst_abs = err;
+        if (err / tol > worst_ratio || isnan(err))
+            worst_ratio = err / tol;
+    }
+    g_cases++;
+    printf("%-5s %-12s %-44s t=%d  max|err| %.3e  (max|ref| %.3e)  err/tol %.3f  %s\n",
+           bad ? "FAIL" : "ok", op, name, threads, worst_abs, maxref, worst_ratio,
+           bad ? "<<<" : "");
+    if (bad) {
+        printf("      %zu bad elements; first at %zu: got %.9g ref %.9g\n", bad, first_bad,
+               (double)got[first_bad], ref[first_bad]);
+        g_failures++;
+        return 1;
+    }
+    return 0;
+}
+
+static void run_cpu(const mvrt_op_params_t *op, int threads)
+{
+    if (mvrt_cpu_op_run(op, threads) != 0) {
+        printf("FAIL  mvrt_cpu_op_run rejected kind %d\n", op->kind);
+        g_failures++;
+    }
+}
+
+static void run_ref(const mvrt_op_params_t *op, double *out)
+{
+    if (mvrt_ref_op_run(op, out) != 0) {
+        printf("FAIL  mvrt_ref_op_run rejected kind %d\n", op->kind);
+        g_failures++;
+    }
+}
+
+/* ---------------- LayerNorm ---------------- */
+/* f32 vs double: the kernel centres with a two-float mean, so its error is
+ * a few ulps of the output even for a row mean 1000x its spread. */
+#define LN_RTOL 5e-6
+#define LN_ATOL 5e-7
+
+static void test_layernorm(int64_t rows, int64_t cols, int64_t x_ld, int64_t y_ld, int inplace,
+                           double mean, double spread)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%lldx%lld ld %lld/%lld%s mean %g", (long long)rows,
+             (long long)cols, (long long)x_ld, (long long)(inplace ? x_ld : y_ld),
+             inplace ? " in-place" : "", mean);
+    if (inplace)
+        y_ld = x_ld;
+    const size_t nx = (size_t)((rows - 1) * x_ld + cols), ny = (size_t)((rows - 1) * y_ld + cols);
+    float *x = falloc(nx), *x0 = falloc(nx), *w = falloc((size_t)cols), *b = falloc((size_t)cols);
+    float *y = inplace ? x : falloc(ny);
+    double *ref = dalloc(ny), *init = dalloc(ny);
+    fill_uniform(x0, nx, mean, spread);
+    fill_uniform(w, (size_t)cols, 1.0, 0.5);
+    fill_uniform(b, (size_t)cols, 0.0, 0.5);
+    memcpy(x, x0, nx * sizeof(float));
+    if (!inplace)
+        fill_nan(y, ny);
+    to_double(init, y, ny);
+
+    mvrt_op_params_t op = {.kind = MVRT_OP_LAYERNORM};
+    op.u.layernorm = (mvrt_layernorm_params_t){.rows = rows, .cols = cols, .x = x, .x_ld = x_ld,
+                                                .y = y, .y_ld = y_ld, .weight = w, .bias = b,
+                                                .eps = 1e-5f};
+    memcpy(ref, init, ny * sizeof(double));
+    run_ref(&op, ref);
+    for (int t = 1; t <= 2; t++) {
+        memcpy(x, x0, nx * sizeof(float));
+        if (!inplace)
+            fill_nan(y, ny);
+        run_cpu(&op, t);
+        compare("layernorm", name, t, y, ref, ny, LN_RTOL, LN_ATOL * max_abs(ref, ny));
+    }
+    free(x);
+    free(x0);
+    free(w);
+    free(b);
+    if (!inplace)
+        free(y);
+    free(ref);
+    free(init);
+}
+
+/* ---------------- depthwise conv1d + SiLU ---------------- */
+#define DW_RTOL 1e-5
+#define DW_ATOL 1e-6
+
+enum { DW_CM, DW_TM_IN, DW_TM_BOTH, DW_CM_PADDED };
+static const char *dw_layout_name[] = {"chan-major", "token-major in", "token-major in+out",
+                                       "chan-major padded"};
+
+static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
+{
+    char name[128];
+    snprintf(name, sizeof name, "B%lld C%lld L%lld w%d %s", (long long)B, (long long)C,
+             (long long)L, width, dw_layout_name[layout]);
+    int64_t xs[3], ys[3], xoff = 0;
+    size_t nx, ny;
+    switch (layout) {
+    case DW_TM_IN:
+    case DW_TM_BOTH: {
+        /* The z half of a (B, L, 2C) in_proj output, as MambaVision reads it. */
+        const int64_t Ct = 2 * C;
+        xs[0] = L * Ct; xs[1] = 1; xs[2] = Ct;
+        xoff = C;
+        nx = (size_t)(B * L * Ct);
+        if (layout == DW_TM_IN) {
+            ys[0] = C * L; ys[1] = L; ys[2] = 1;
+            ny = (size_t)(B * C * L);
+        } else {
+            ys[0] = L * (C + 3); ys[1] = 1; ys[2] = C + 3;
+            ny = (size_t)(B * L * (C + 3));
+        }
+        break;
+    }
+    case DW_CM_PADDED:
+        xs[0] = C * (L + 2) + 1; xs[1] = L + 2; xs[2] = 1;
+        ys[0] = C * (L + 5); ys[1] = L + 5; ys[2] = 1;
+        nx = (size_t)(B * xs[0]);
+        ny = (size_t)(B * ys[0]);
+        break;
+    default:
+        xs[0] = C * L; xs[1] = L; xs[2] = 1;
+        ys[0] = C * L; ys[1] = L; ys[2] = 1;
+        nx = ny = (size_t)(B * C * L);
+        break;
+    }
+    float *x = falloc(nx), *w = falloc((size_t)(C * width)), *y = falloc(ny);
+    double *ref = dalloc(ny);
+    fill_uniform(x, nx, 0.0, 2.0);
+    fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
+    fill_nan(y, ny);
+    to_double(ref, y, ny);
+
+    mvrt_op_params_t op = {.kind = MVRT_OP_DWCONV1D_SILU};
+    op.u.dwconv1d = (mvrt_dwconv1d_params_t){.batch = B, .channels = C, .length = L,
+                                              .width = width, .x = x + xoff, .y = y,
+                                              .weight = w};
+    memcpy(op.u.dwconv1d.x_stride, xs, sizeof xs);
+    memcpy(op.u.dwconv1d.y_stride, ys, sizeof ys);
+    run_ref(&op, ref);
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(y, ny);
+        run_cpu(&op, t);
+        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
+    }
+    free(x);
+    free(w);
+    free(y);
+    free(ref);
+}
+
+/* ---------------- attention ---------------- */
+/* The output is a convex combination of value rows, so errors are measured
+ * against max|v|: atol = max|v| * (AT_ATOL + AT_LOGIT_EPS * cond), where
+ * cond = max over query/key pairs of scale * sum_k |q_k k_k| bounds the
+ * magnitude of the terms of a score. A float dot product is off by about
+ * eps * that sum, and the softmax turns an absolute score error into the
+ * same relative weight error, so peaked (large-logit) cases get a
+ * proportionally larger tolerance. */
+#define AT_RTOL 1e-5
+#define AT_ATOL 5e-6
+#define AT_LOGIT_EPS 3e-8
+
+static double attention_cond(const float *qkv, int64_t B, int64_t L, int H, int d, double scale)
+{
+    const int64_t C = (int64_t)H * d, ld = 3 * C;
+    double cond = 0.0;
+    for (int64_t b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int64_t i = 0; i < L; i++)
+                for (int64_t j = 0; j < L; j++) {
+                    const float *q = qkv + (b * L + i) * ld + (int64_t)h * d;
+                    const float *k = qkv + (b * L + j) * ld + C + (int64_t)h * d;
+                    double s = 0.0;
+                    for (int kk = 0; kk < d; kk++)
+                        s += fabs((double)q[kk] * k[kk]);
+                    if (s * scale > cond)
+                        cond = s * scale;
+                }
+    return cond;
+}
+
+static void test_attention(int64_t B, int64_t L, int H, int d, double amp)
+{
+    char name[128];
+    snprintf(name, sizeof name, "B%lld L%lld heads %d dim %d amp %g", (long long)B, (long long)L,
+             H, d, amp);
+    const int64_t C = (int64_t)H * d;
+    const size_t nqkv = (size_t)(B * L * 3 * C), no = (size_t)(B * L * C);
+    float *qkv = falloc(nqkv), *out = falloc(no);
+    double *ref = dalloc(no);
+    fill_uniform(qkv, nqkv, 0.0, amp);
+    fill_nan(out, no);
+    to_double(ref, out, no);
+
+    mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
+    op.u.attention = (mvrt_attention_params_t){.batch = B, .length = L, .heads = H,
+                                                .head_dim = d,
+                                                .scale = (float)(1.0 / sqrt((double)d)),
+                                                .qkv = qkv, .out = out};
+    run_ref(&op, ref);
+    double vmax = 0.0;
+    for (int64_t r = 0; r < B * L; r++)
+        for (int64_t c = 0; c < C; c++)
+            vmax = fmax(vmax, fabs((double)qkv[r * 3 * C + 2 * C + c]));
+    const double cond = attention_cond(qkv, B, L, H, d, op.u.attention.scale);
+    const double atol = vmax * (AT_ATOL + AT_LOGIT_EPS * cond);
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(out, no);
+        run_cpu(&op, t);
+        compare("attention", name, t, out, ref, no, AT_RTOL, atol);
+    }
+    free(qkv);
+    free(out);
+    free(ref);
+}
+
+/* ---------------- window partition / reverse ---------------- */
+/* Pure data movement: results must be exact (zero tolerance). */
+
+static void test_window(int64_t B, int64_t C, int64_t H, int64_t W, int ws)
+{
+    char name[128];
+    snprintf(name, sizeof name, "B%lld C%lld %lldx%lld window %d", (long long)B, (long long)C,
+             (long long)H, (long long)W, ws);
+    const int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
+    const size_t nmap = (size_t)(B * C * H * W), ntok = (size_t)(B * nh * nw * ws * ws * C);
+    float *map = falloc(nmap), *tok = falloc(ntok), *map2 = falloc(nmap);
+    float *tok_in = falloc(ntok);
+    double *ref_tok = dalloc(ntok), *ref_map = dalloc(nmap);
+    fill_uniform(map, nmap, 0.0, 1.0);
+    fill_uniform(tok_in, ntok, 0.0, 1.0);
+
+    /* Partition into a NaN-filled buffer: padding tokens must become 0. */
+    mvrt_op_params_t op = {.kind = MVRT_OP_WINDOW_PARTITION};
+    op.u.window = (mvrt_window_params_t){.batch = B, .channels = C, .height = H, .width = W,
+                                          .window = ws, .src = map, .dst = tok};
+    fill_nan(tok, ntok);
+    to_double(ref_tok, tok, ntok);
+    run_ref(&op, ref_tok);
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(tok, ntok);
+        run_cpu(&op, t);
+        compare("win-part", name, t, tok, ref_tok, ntok, 0.0, 0.0);
+    }
+
+    /* Round trip: reverse(partition(map)) == map, bit for bit. */
+    for (int t = 1; t <= 2; t++) {
+        mvrt_op_params_t rev = {.kind = MVRT_OP_WINDOW_REVERSE};
+        rev.u.window = (mvrt_window_params_t){.batch = B, .channels = C, .height = H,
+                                               .width = W, .window = ws, .src = tok, .dst = map2};
+        fill_nan(map2, nmap);
+        run_cpu(&rev, t);
+        to_double(ref_map, map, nmap);
+        compare("win-trip", name, t, map2, ref_map, nmap, 0.0, 0.0);
+    }
+
+    /* Reverse from arbitrary tokens (padding tokens hold data to drop). */
+    op.kind = MVRT_OP_WINDOW_REVERSE;
+    op.u.window.src = tok_in;
+    op.u.window.dst = map2;
+    fill_nan(map2, nmap);
+    to_double(ref_map, map2, nmap);
+    run_ref(&op, ref_map);
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(map2, nmap);
+        run_cpu(&op, t);
+        compare("win-rev", name, t, map2, ref_map, nmap, 0.0, 0.0);
+    }
+    free(map);
+    free(tok);
+    free(map2);
+    free(tok_in);
+    free(ref_tok);
+    free(ref_map);
+}
+
+/* ---------------- affine + average pool ---------------- */
+#define AP_RTOL 2e-6
+#define AP_ATOL 2e-7
+
+static void test_pool(int64_t B, int64_t C, int64_t S, double mean)
+{
+    char name[128];
+    snprintf(name, sizeof name, "B%lld C%lld spatial %lld mean %g", (long long)B, (long long)C,
+             (long long)S, mean);
+    const size_t nx = (size_t)(B * C * S), ny = (size_t)(B * C);
+    float *x = falloc(nx), *sc = falloc((size_t)C), *sh = falloc((size_t)C), *y = falloc(ny);
+    double *ref = dalloc(ny);
+    fill_uniform(x, nx, mean, 1.0);
+    fill_uniform(sc, (size_t)C, 0.0, 2.0);
+    fill_uniform(sh, (size_t)C, 0.0, 1.0);
+    fill_nan(y, ny);
+    to_double(ref, y, ny);
+    mvrt_op_params_t op = {.kind = MVRT_OP_AFFINE_AVGPOOL};
+    op.u.pool = (mvrt_affine_avgpool_params_t){.batch = B, .channels = C, .spatial = S, .x = x,
+                                                .scale = sc, .shift = sh, .y = y};
+    run_ref(&op, ref);
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(y, ny);
+        run_cpu(&op, t);
+        compare("pool", name, t, y, ref, ny, AP_RTOL, AP_ATOL * max_abs(ref, ny));
+    }
+    free(x);
+    free(sc);
+    free(sh);
+    free(y);
+    free(ref);
+}
+
+int main(void)
+{
+    /* LayerNorm: 1 column (zero variance), odd widths, widths that are not
+     * multiples of 16/32/64, padded rows, in place, large mean. */
+    test_layernorm(1, 1, 1, 1, 0, 0.0, 1.0);
+    test_layernorm(3, 1, 4, 2, 0, 5.0, 1.0);
+    test_layernorm(1, 33, 33, 33, 0, 0.0, 1.0);
+    test_layernorm(5, 65, 70, 66, 0, 0.5, 2.0);
+    test_layernorm(7, 320, 333, 321, 0, 0.0, 1.0);
+    test_layernorm(9, 17, 20, 20, 1, 0.0, 1.0);
+    test_layernorm(5, 784, 800, 800, 1, 3.0, 1.0);
+    test_layernorm(64, 80, 80, 80, 0, 1000.0, 1.0);
+    test_layernorm(33, 196, 200, 197, 0, -250.0, 0.01);
+    test_layernorm(300, 160, 160, 160, 0, 0.0, 3.0);
+    test_layernorm(257, 97, 101, 99, 1, 10.0, 1.0);
+
+    /* Depthwise conv1d: widths 1..5 (odd and even 'same' padding), lengths
+     * 1 and 2 (shorter than the kernel), the MambaVision token-major read,
+     * lengths over one tile (254), and the direct path for huge widths. */
+    const int64_t lens[] = {1, 2, 3, 49, 196};
+    for (int width = 1; width <= 5; width++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (int layout = 0; layout < 4; layout++)
+                test_dwconv(2, 33, lens[li], width, layout);
+    test_dwconv(1, 1, 1, 3, DW_CM);
+    test_dwconv(3, 80, 49, 3, DW_TM_IN);
+    test_dwconv(2, 196, 196, 3, DW_TM_IN);
+    test_dwconv(1, 65, 300, 3, DW_TM_IN);
+    test_dwconv(1, 65, 600, 4, DW_CM_PADDED);
+    test_dwconv(2, 40, 517, 5, DW_TM_BOTH);
+    test_dwconv(1, 3, 300, 128, DW_CM);
+    test_dwconv(1, 3, 300, 129, DW_TM_IN);
+    test_dwconv(2, 5, 40, 200, DW_CM_PADDED);
+
+    /* Attention: L = 1, odd L, 49 and 196; head dims 8/16/32/40/33 and 1;
+     * logits large enough to need the max subtraction (amp 30). */
+    test_attention(1, 1, 1, 8, 1.0);
+    test_attention(2, 1, 3, 33, 1.0);
+    test_attention(1, 7, 8, 8, 1.0);
+    test_attention(3, 17, 3, 33, 1.0);
+    test_attention(2, 49, 2, 16, 1.0);
+    test_attention(1, 49, 5, 40, 2.0);
+    test_attention(1, 196, 8, 40, 1.0);
+    test_attention(1, 196, 1, 40, 1.0);
+    test_attention(2, 196, 4, 32, 2.0);
+    test_attention(1, 101, 6, 1, 1.0);
+    test_attention(1, 63, 2, 24, 30.0);
+    test_attention(1, 49, 4, 40, 30.0);
+    test_attention(5, 33, 7, 16, 1.0);
+
+    /* Window partition / reverse: H, W not multiples of the window, a map
+     * smaller than one window, one exact window, several windows, and rows
+     * wider than the kernels' 64-column tiles. */
+    test_window(1, 3, 9, 11, 4);
+    test_window(2, 5, 1, 1, 7);
+    test_window(1, 33, 14, 14, 14);
+    test_window(2, 80, 28, 28, 7);
+    test_window(3, 70, 15, 130, 8);
+    test_window(1, 1, 7, 7, 7);
+    test_window(2, 40, 23, 9, 1);
+
+    /* Affine + average pool. */
+    test_pool(1, 1, 1, 0.0);
+    test_pool(3, 33, 1, 0.0);
+    test_pool(2, 3, 49, 0.0);
+    test_pool(2, 640, 49, 0.0);
+    test_pool(1, 5, 3136, 100.0);
+    test_pool(4, 65, 256, -3.0);
+
+    printf("%d comparisons, %d failures\n", g_cases, g_failures);
+    return g_failures ? 1 : 0;
+}
