@@ -22,6 +22,13 @@
  * memory trims the pool and retries once, then reports
  * MVRT_ERR_OUT_OF_MEMORY; the backend stays usable.
  *
+ * MambaVision ops (op_scratch_size / op_run): launched through
+ * mv_gpu_launch.h. Their GEMMs use a vendor BLAS where the backend has one
+ * (CUDA: cuBLAS, backends/cuda/cuda_blas.h, one handle per opened device,
+ * reached under MVRT_GPU_HOST_CUDA only) and our own kernel otherwise (HIP)
+ * or when <prefix>GEMM=builtin is set in the environment at device_open
+ * (MVRT_CUDA_GEMM=builtin: tests run the HIP GEMM path on NVIDIA with it).
+ *
  * Only the entry point is exported.
  */
 #ifndef MVRT_GPU_NAME
@@ -35,6 +42,10 @@
 #include <string.h>
 
 #include "mvrt_plugin.h"
+#include "mv_gpu_launch.h"
+#if defined(MVRT_GPU_HOST_CUDA)
+#include "../cuda/cuda_blas.h"
+#endif
 
 static const mvrt_host_api_t *mvrt_gpu_host;
 
@@ -53,7 +64,35 @@ typedef struct mvrt_gpu_device {
     pthread_mutex_t lock;           /* guards the stream list */
     mvrt_gpu_stream_t *streams;    /* created and wrapped streams */
     mvrt_gpu_scan_tuning_t tuning;
+    mvrt_gpu_op_ctx_t opctx;        /* MambaVision ops: warp width, vendor BLAS hook */
 } mvrt_gpu_device_t;
+
+/* ---- vendor BLAS hook: a handle per device, or none (own GEMM kernel) ---- */
+static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
+{
+    d->opctx.blas = NULL;
+    d->opctx.gemm = NULL;
+    const char *env = getenv(MVRT_GPU_ENV_PREFIX "GEMM");
+    if (env && strcmp(env, "builtin") == 0) return;
+#if defined(MVRT_GPU_HOST_CUDA)
+    char msg[256];
+    void *blas = NULL;
+    /* Without a usable cuBLAS the ops still run, on our own GEMM kernel. */
+    if (mvrt_cuda_blas_create(&blas, msg, sizeof msg) == 0) {
+        d->opctx.blas = blas;
+        d->opctx.gemm = mvrt_cuda_blas_gemm;
+    }
+#endif
+}
+
+static void mvrt_gpu_blas_close(mvrt_gpu_device_t *d)
+{
+#if defined(MVRT_GPU_HOST_CUDA)
+    mvrt_cuda_blas_destroy(d->opctx.blas);
+#endif
+    d->opctx.blas = NULL;
+    d->opctx.gemm = NULL;
+}
 
 /* Maps a vendor error to a status and records "what: <error name>: text".
  * Also clears the non-sticky last error so that the next call starts clean. */
@@ -179,6 +218,8 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
             if (v == 1 || v == 2 || v == 4 || v == 8 || v == 16 || v == 32) d->tuning.tpr_override = v;
         }
     }
+    d->opctx.warp_size = d->prop.warpSize;
+    mvrt_gpu_blas_open(d);
     *out_device = d;
     return MVRT_OK;
 fail:
@@ -192,6 +233,7 @@ static void mvrt_gpu_device_close(void *device)
     if (!d) return;
     if (gpuSetDevice(d->index) == gpuSuccess) {
         gpuStreamSynchronize(d->default_stream.s);
+        mvrt_gpu_blas_close(d);
         /* streams the user forgot: release ours, forget foreign ones */
         mvrt_gpu_stream_t *s = d->streams;
         while (s) {
@@ -495,6 +537,36 @@ static mvrt_status_t mvrt_gpu_scan_bwd_entry(void *device, void *stream, const m
     return MVRT_OK;
 }
 
+/* ---- MambaVision ops ------------------------------------------------------ */
+
+static mvrt_status_t mvrt_gpu_op_scratch_entry(void *device, const mvrt_op_params_t *p, size_t *out_bytes)
+{
+    (void)device;
+    *out_bytes = mvrt_gpu_op_scratch(p);
+    return MVRT_OK;
+}
+
+static mvrt_status_t mvrt_gpu_op_run_entry(void *device, void *stream, const mvrt_op_params_t *p, void *scratch)
+{
+    mvrt_gpu_device_t *d = device;
+    ENTER(d);
+    gpuError_t e = gpuSuccess;
+    char msg[256];
+    switch (mvrt_gpu_op_run(p, scratch, &d->opctx, mvrt_gpu_native(stream), &e, msg, sizeof msg)) {
+    case MVRT_GPU_OP_OK: return MVRT_OK;
+    case MVRT_GPU_OP_UNSUPPORTED:
+        return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED, MVRT_GPU_NAME ": op kind %d is not implemented", p->kind);
+    case MVRT_GPU_OP_NO_SCRATCH:
+        return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT,
+                                         MVRT_GPU_NAME ": op kind %d needs %zu bytes of scratch, got none", p->kind,
+                                         mvrt_gpu_op_scratch(p));
+    case MVRT_GPU_OP_BLAS:
+        (void)gpuGetLastError();
+        return mvrt_gpu_host->set_error(MVRT_ERR_DEVICE, MVRT_GPU_NAME ": op kind %d: %s", p->kind, msg);
+    default: return mvrt_gpu_fail(e, "MambaVision op launch");
+    }
+}
+
 /* ---- graphs ------------------------------------------------------------- */
 
 static mvrt_status_t mvrt_gpu_graph_capture_begin(void *device, void *stream)
@@ -572,6 +644,8 @@ static const mvrt_plugin_vtable_t mvrt_gpu_vtable = {
     .graph_capture_end = mvrt_gpu_graph_capture_end,
     .graph_launch = mvrt_gpu_graph_launch,
     .graph_destroy = mvrt_gpu_graph_destroy,
+    .op_scratch_size = mvrt_gpu_op_scratch_entry,
+    .op_run = mvrt_gpu_op_run_entry,
 };
 
 __attribute__((visibility("default"))) const mvrt_plugin_vtable_t *

@@ -1,15 +1,18 @@
 /* CPU linear (mv_op_params.h: batched GEMM + bias + activation or residual
  * accumulate) and the GEMM shared with the conv2d (linear_cpu_gemm.h).
  *
- * With OpenBLAS (MVRT_HAVE_OPENBLAS) each batch item is one cblas_sgemm,
- * accumulating into Y when beta = 1, and the epilogue (bias, activation) is
- * a separate pass. Without it, mvrt's own blocked SGEMM runs
- * (linear_cpu_gemm_kernel.h, built here for avx512 / avx2 / generic vectors
- * and chosen at run time), finishing each register tile with the epilogue
- * while it is in L1. Work is split over batch items and, when there are
- * fewer items than threads, over row (or column) blocks of each item. The
- * fast math mode computes fp32 here: there is no faster exact-enough path on
- * CPUs. */
+ * The work is split into tasks over (batch item, row block, column block):
+ * over items alone when there are enough of them, else each item is cut so
+ * that every thread gets an equal share. Tasks run on OpenMP threads. Each
+ * task runs one of two kernels:
+ * - OpenBLAS (MVRT_HAVE_OPENBLAS): a single-threaded cblas_sgemm on its
+ *   block (beta = 1 accumulates into Y), then the epilogue (bias,
+ *   activation) on that block while it is still in cache;
+ * - otherwise mvrt's own blocked SGEMM (linear_cpu_gemm_kernel.h, built
+ *   here for avx512 / avx2 / generic vectors and chosen at run time), which
+ *   applies the epilogue to each register tile as it is stored.
+ * The fast math mode computes fp32 here: CPUs have no faster path that is
+ * accurate enough. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,8 +21,10 @@
 #ifdef MVRT_HAVE_OPENBLAS
 #include <cblas.h>
 /* Declared by OpenBLAS's cblas.h but not by the reference one, which the
- * build may find first; the library always has it. */
+ * build may find first; the library always has them. */
 void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+char *openblas_get_corename(void);
 #endif
 
 #include "ops/linear/linear_cpu_gemm.h"
@@ -201,8 +206,8 @@ static int mvrt_gemm_isa_supported(const mvrt_gemm_isa_t *isa)
 
 /* Selection, made lazily (a benign race: every thread computes the same
  * value). mvrt_gemm_sel: 0 = not chosen yet, 1 + i = built-in ISA i,
- * -1 = OpenBLAS (with mvrt_gemm_builtin as its fallback for sizes beyond
- * OpenBLAS's 32-bit integers). */
+ * -1 = OpenBLAS (with mvrt_gemm_builtin as its fallback for sizes or
+ * strides cblas does not take). */
 static int mvrt_gemm_sel;
 static int mvrt_gemm_builtin; /* 1 + index, 0 = not chosen */
 
@@ -222,14 +227,54 @@ static int mvrt_gemm_best_builtin(void)
     return b;
 }
 
+#ifdef MVRT_HAVE_OPENBLAS
+static int mvrt_gemm_same_name(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        const char ca = (char)(*a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a);
+        const char cb = (char)(*b >= 'A' && *b <= 'Z' ? *b - 'A' + 'a' : *b);
+        if (ca != cb)
+            return 0;
+    }
+    return *a == *b;
+}
+
+/* Whether OpenBLAS runs real vector kernels on this CPU. It picks them by
+ * CPU model, and a model newer than the library gets its SSE3 fallback:
+ * OpenBLAS 0.3.21 (Debian 12) on an Emerald Rapids Xeon reports "Prescott"
+ * and reached 14 GFLOP/s per core where our avx512 kernel reached ~60. So
+ * on an x86 CPU with AVX2, OpenBLAS is used only when its kernel set is one
+ * of the AVX2 / AVX-512 ones; elsewhere (no AVX2, other architectures) it
+ * is trusted. */
+static int mvrt_gemm_openblas_fits_cpu(int builtin)
+{
+#ifdef MVRT_GEMM_X86
+    static const char *const wide[] = {"haswell", "zen", "skylakex", "cooperlake",
+                                       "sapphirerapids"};
+    if (!strcmp(mvrt_gemm_isas[builtin - 1].name, "generic"))
+        return 1;
+    const char *core = openblas_get_corename();
+    if (!core)
+        return 0;
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        if (mvrt_gemm_same_name(core, wide[i]))
+            return 1;
+    return 0;
+#else
+    (void)builtin;
+    return 1;
+#endif
+}
+#endif
+
 static int mvrt_gemm_selection(void)
 {
     int s = __atomic_load_n(&mvrt_gemm_sel, __ATOMIC_ACQUIRE);
     if (s)
         return s;
 #ifdef MVRT_HAVE_OPENBLAS
-    mvrt_gemm_best_builtin();
-    s = -1;
+    const int b = mvrt_gemm_best_builtin();
+    s = mvrt_gemm_openblas_fits_cpu(b) ? -1 : b;
 #else
     s = mvrt_gemm_best_builtin();
 #endif
@@ -341,9 +386,54 @@ static void *mvrt_gemm_alloc(int64_t floats)
     return aligned_alloc(64, bytes ? bytes : 64);
 }
 
-static void mvrt_gemm_builtin_run(const mvrt_gemm_isa_t *isa, const mvrt_cpu_gemm_t *g,
-                                  int64_t batch, int64_t sa, int64_t sb, int64_t sc,
-                                  int64_t sr, int threads)
+#ifdef MVRT_HAVE_OPENBLAS
+/* Whether cblas_sgemm takes g as it is: 32-bit sizes, and leading
+ * dimensions it accepts (it would report others through xerbla, which
+ * prints; our own kernel has no such limits). */
+static int mvrt_gemm_cblas_ok(const mvrt_cpu_gemm_t *g)
+{
+    const int64_t acols = g->trans_a ? g->M : g->K, bcols = g->trans_b ? g->K : g->N;
+    return g->M <= INT_MAX && g->N <= INT_MAX && g->K <= INT_MAX && g->lda <= INT_MAX &&
+           g->ldb <= INT_MAX && g->ldc <= INT_MAX && g->lda >= (acols > 1 ? acols : 1) &&
+           g->ldb >= (bcols > 1 ? bcols : 1) && g->ldc >= (g->N > 1 ? g->N : 1);
+}
+
+/* Rows [m0, m1) x columns [n0, n1) of one item by a single-threaded
+ * cblas_sgemm on the sub-matrices, then the epilogue on that block while it
+ * is warm in cache. */
+static void mvrt_gemm_cblas_block(const mvrt_cpu_gemm_t *it, int has_epi, int64_t m0,
+                                  int64_t m1, int64_t n0, int64_t n1)
+{
+    const float *a = it->trans_a ? it->A + m0 : it->A + m0 * it->lda;
+    const float *b = it->trans_b ? it->B + n0 * it->ldb : it->B + n0;
+    float *c = it->C + m0 * it->ldc + n0;
+    cblas_sgemm(CblasRowMajor, it->trans_a ? CblasTrans : CblasNoTrans,
+                it->trans_b ? CblasTrans : CblasNoTrans, (int)(m1 - m0), (int)(n1 - n0),
+                (int)it->K, 1.0f, a, (int)it->lda, b, (int)it->ldb,
+                it->accumulate ? 1.0f : 0.0f, c, (int)it->ldc);
+    if (has_epi)
+        mvrt_cpu_gemm_epilogue(it, c, it->ldc, m0, n0, m1 - m0, n1 - n0);
+}
+
+/* OpenBLAS computes on the calling thread only: the threads are ours
+ * (OpenMP, as every other CPU op uses), each running single-threaded
+ * cblas_sgemm calls on its own blocks. Letting OpenBLAS thread as well
+ * would put a second pool of spinning workers next to OpenMP's after every
+ * linear, and its thread count is process-global state shared by all
+ * streams. Cheap when the count is already 1. */
+static void mvrt_gemm_openblas_single(void)
+{
+    if (openblas_get_num_threads() != 1)
+        openblas_set_num_threads(1);
+}
+#endif
+
+/* The GEMMs as tasks over (batch item, row block, column block), spread
+ * over `threads` OpenMP threads; each task runs the built-in kernel `isa`
+ * or, with use_blas, OpenBLAS, on its block, epilogue included. */
+static void mvrt_gemm_tasks(const mvrt_gemm_isa_t *isa, int use_blas, const mvrt_cpu_gemm_t *g,
+                            int64_t batch, int64_t sa, int64_t sb, int64_t sc, int64_t sr,
+                            int threads)
 {
     const int64_t M = g->M, N = g->N, K = g->K;
     const int has_epi = mvrt_gemm_has_epilogue(g);
@@ -355,7 +445,7 @@ static void mvrt_gemm_builtin_run(const mvrt_gemm_isa_t *isa, const mvrt_cpu_gem
     int64_t tiles = 1;
     if (threads > 1 && batch < 4 * (int64_t)threads)
         tiles = threads / mvrt_gemm_gcd(batch, threads);
-    int64_t tm_max = (M + 4 * isa->mr - 1) / (4 * isa->mr);
+    const int64_t tm_max = (M + 4 * isa->mr - 1) / (4 * isa->mr);
     int64_t tm = tiles < tm_max ? tiles : tm_max;
     if (tm < 1)
         tm = 1;
@@ -368,20 +458,25 @@ static void mvrt_gemm_builtin_run(const mvrt_gemm_isa_t *isa, const mvrt_cpu_gem
     if (nt > ntask)
         nt = (int)ntask;
 
-    /* Pack buffers per thread, sized for the largest tile. */
+    /* Pack buffers per thread (built-in kernel), sized for the largest
+     * tile. */
     const int64_t mrows = (M + tm - 1) / tm + isa->mr;
     const int64_t mc = isa->mc < mrows ? isa->mc : (mrows + isa->mr - 1) / isa->mr * isa->mr;
     const int64_t kc = K < isa->kc ? K : isa->kc;
     int64_t ncols = (N + tn - 1) / tn + isa->nr;
     ncols = (ncols + isa->nr - 1) / isa->nr * isa->nr;
     const int64_t nc = ncols < isa->nc ? ncols : isa->nc;
+#ifdef MVRT_HAVE_OPENBLAS
+    if (use_blas)
+        mvrt_gemm_openblas_single();
+#endif
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
     {
-        float *abuf = mvrt_gemm_alloc(mc * kc);
-        float *bbuf = mvrt_gemm_alloc(kc * nc);
+        float *abuf = use_blas ? NULL : mvrt_gemm_alloc(mc * kc);
+        float *bbuf = use_blas ? NULL : mvrt_gemm_alloc(kc * nc);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -395,6 +490,12 @@ static void mvrt_gemm_builtin_run(const mvrt_gemm_isa_t *isa, const mvrt_cpu_gem
             const int64_t n1 = mvrt_gemm_split(N, tn, in + 1, isa->nr);
             if (m0 >= m1 || n0 >= n1)
                 continue;
+#ifdef MVRT_HAVE_OPENBLAS
+            if (use_blas) {
+                mvrt_gemm_cblas_block(&it, has_epi, m0, m1, n0, n1);
+                continue;
+            }
+#endif
             if (abuf && bbuf)
                 isa->tile(&it, has_epi, m0, m1, n0, n1, abuf, bbuf, mc, kc, nc);
             else
@@ -404,63 +505,6 @@ static void mvrt_gemm_builtin_run(const mvrt_gemm_isa_t *isa, const mvrt_cpu_gem
         free(bbuf);
     }
 }
-
-#ifdef MVRT_HAVE_OPENBLAS
-/* Whether cblas_sgemm takes g as it is: 32-bit sizes, and leading
- * dimensions it accepts (it would report others through xerbla, which
- * prints; our own kernel has no such limits). */
-static int mvrt_gemm_cblas_ok(const mvrt_cpu_gemm_t *g)
-{
-    const int64_t acols = g->trans_a ? g->M : g->K, bcols = g->trans_b ? g->K : g->N;
-    return g->M <= INT_MAX && g->N <= INT_MAX && g->K <= INT_MAX && g->lda <= INT_MAX &&
-           g->ldb <= INT_MAX && g->ldc <= INT_MAX && g->lda >= (acols > 1 ? acols : 1) &&
-           g->ldb >= (bcols > 1 ? bcols : 1) && g->ldc >= (g->N > 1 ? g->N : 1);
-}
-
-static void mvrt_gemm_openblas_item(const mvrt_cpu_gemm_t *it, int has_epi, int epi_threads)
-{
-    cblas_sgemm(CblasRowMajor, it->trans_a ? CblasTrans : CblasNoTrans,
-                it->trans_b ? CblasTrans : CblasNoTrans, (int)it->M, (int)it->N, (int)it->K,
-                1.0f, it->A, (int)it->lda, it->B, (int)it->ldb, it->accumulate ? 1.0f : 0.0f,
-                it->C, (int)it->ldc);
-    if (!has_epi)
-        return;
-    const int64_t M = it->M;
-    (void)epi_threads;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(epi_threads) if (epi_threads > 1 && M > 1)
-#endif
-    for (int64_t i = 0; i < M; i++)
-        mvrt_cpu_gemm_epilogue(it, it->C + i * it->ldc, it->ldc, i, 0, 1, it->N);
-}
-
-static void mvrt_gemm_openblas_run(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t sa,
-                                   int64_t sb, int64_t sc, int64_t sr, int threads)
-{
-    const int has_epi = mvrt_gemm_has_epilogue(g);
-    /* Many small items: one single-threaded OpenBLAS call per item on each
-     * of our threads (OpenBLAS's own threads would have little to split).
-     * Otherwise: one item after the other, OpenBLAS using all threads. */
-    const double flops = 2.0 * (double)g->M * (double)g->N * (double)g->K;
-    const int per_item = threads > 1 && batch >= threads && flops < 64e6;
-    openblas_set_num_threads(per_item ? 1 : threads);
-    if (per_item) {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-#endif
-        for (int64_t b = 0; b < batch; b++) {
-            const mvrt_cpu_gemm_t it = mvrt_gemm_item(g, b, sa, sb, sc, sr);
-            mvrt_gemm_openblas_item(&it, has_epi, 1);
-        }
-    } else {
-        const int epi_threads = g->M * g->N >= 16384 ? threads : 1;
-        for (int64_t b = 0; b < batch; b++) {
-            const mvrt_cpu_gemm_t it = mvrt_gemm_item(g, b, sa, sb, sc, sr);
-            mvrt_gemm_openblas_item(&it, has_epi, epi_threads);
-        }
-    }
-}
-#endif
 
 void mvrt_cpu_gemm_batched(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t stride_a,
                            int64_t stride_b, int64_t stride_c, int64_t stride_residual,
@@ -480,15 +524,13 @@ void mvrt_cpu_gemm_batched(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t stri
         return;
     }
     const int s = mvrt_gemm_selection();
-#ifdef MVRT_HAVE_OPENBLAS
-    if (s < 0 && mvrt_gemm_cblas_ok(g)) {
-        mvrt_gemm_openblas_run(g, batch, stride_a, stride_b, stride_c, stride_residual, threads);
-        return;
-    }
-#endif
     const int isa = s > 0 ? s - 1 : mvrt_gemm_best_builtin() - 1;
-    mvrt_gemm_builtin_run(&mvrt_gemm_isas[isa], g, batch, stride_a, stride_b, stride_c,
-                          stride_residual, threads);
+    int use_blas = 0;
+#ifdef MVRT_HAVE_OPENBLAS
+    use_blas = s < 0 && mvrt_gemm_cblas_ok(g);
+#endif
+    mvrt_gemm_tasks(&mvrt_gemm_isas[isa], use_blas, g, batch, stride_a, stride_b, stride_c,
+                    stride_residual, threads);
 }
 
 void mvrt_cpu_linear(const mvrt_linear_params_t *p, int threads)

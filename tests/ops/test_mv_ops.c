@@ -208,11 +208,11 @@ enum { DW_CM, DW_TM_IN, DW_TM_BOTH, DW_CM_PADDED };
 static const char *dw_layout_name[] = {"chan-major", "token-major in", "token-major in+out",
                                        "chan-major padded"};
 
-static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
+static void test_dwconv_amp(int64_t B, int64_t C, int64_t L, int width, int layout, double amp)
 {
     char name[128];
-    snprintf(name, sizeof name, "B%lld C%lld L%lld w%d %s", (long long)B, (long long)C,
-             (long long)L, width, dw_layout_name[layout]);
+    snprintf(name, sizeof name, "B%lld C%lld L%lld w%d %s amp %g", (long long)B, (long long)C,
+             (long long)L, width, dw_layout_name[layout], amp);
     int64_t xs[3], ys[3], xoff = 0;
     size_t nx, ny;
     switch (layout) {
@@ -246,7 +246,7 @@ static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
     }
     float *x = falloc(nx), *w = falloc((size_t)(C * width)), *y = falloc(ny);
     double *ref = dalloc(ny);
-    fill_uniform(x, nx, 0.0, 2.0);
+    fill_uniform(x, nx, 0.0, amp);
     fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
     fill_nan(y, ny);
     to_double(ref, y, ny);
@@ -267,6 +267,11 @@ static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
     free(w);
     free(y);
     free(ref);
+}
+
+static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
+{
+    test_dwconv_amp(B, C, L, width, layout, 2.0);
 }
 
 /* ---------------- attention ---------------- */
@@ -461,6 +466,10 @@ int main(void)
     test_dwconv(1, 3, 300, 128, DW_CM);
     test_dwconv(1, 3, 300, 129, DW_TM_IN);
     test_dwconv(2, 5, 40, 200, DW_CM_PADDED);
+    /* Pre-activations far beyond +-87, where SiLU's exp saturates. */
+    test_dwconv_amp(2, 37, 77, 3, DW_TM_IN, 100.0);
+    test_dwconv_amp(1, 9, 300, 5, DW_CM, 300.0);
+    test_dwconv_amp(1, 9, 50, 129, DW_CM, 30.0);
 
     /* Attention: L = 1, odd L, 49 and 196; head dims 8/16/32/40/33 and 1;
      * logits large enough to need the max subtraction (amp 30). */

@@ -1,0 +1,32 @@
+/* cuBLAS behind the GEMM hook of the GPU ops (backends/gpu_common/
+ * mv_gpu_launch.h), for the CUDA backend only; gpu_backend_impl.h reaches it
+ * under MVRT_GPU_HOST_CUDA so that the shared host code stays
+ * vendor-neutral.
+ *
+ * One handle per opened device, created at device_open with its workspace
+ * (so nothing is allocated while a stream is captured into a graph).
+ * Math: MVRT_MATH_FP32 computes in plain fp32 (CUBLAS_COMPUTE_32F with the
+ * default math mode: no TF32, as PyTorch with TF32 off); MVRT_MATH_FAST uses
+ * CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores). */
+#ifndef MVRT_BACKENDS_CUDA_BLAS_H
+#define MVRT_BACKENDS_CUDA_BLAS_H
+
+#include <stddef.h>
+#include "../gpu_common/mv_gpu_launch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Creates the handle for the current device. Returns 0, or nonzero with a
+ * message (the caller then runs every GEMM on its own kernel). */
+int mvrt_cuda_blas_create(void **out_blas, char *msg, size_t msg_n);
+/* Releases it (the device must be current); NULL is a no-op. */
+void mvrt_cuda_blas_destroy(void *blas);
+/* The mvrt_gpu_gemm_fn hook. Thread-safe. */
+int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,67 @@
+/* C interface between a GPU plugin's host code (gpu_backend_impl.h) and the
+ * MambaVision op kernels (ops/<op>/<op>_gpu.cuh) launched by
+ * mv_gpu_launch.cu (nvcc for CUDA, clang for HIP). Everything is queued on
+ * the given stream: nothing here allocates, frees or synchronizes, so the
+ * calls are legal while the stream is being captured into a graph.
+ * Parameters are already validated by the runtime. */
+#ifndef MVRT_BACKENDS_GPU_MV_GPU_LAUNCH_H
+#define MVRT_BACKENDS_GPU_MV_GPU_LAUNCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpu_host_api.h"
+#include "ops/common/mv_op_params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One batched GEMM, row-major, as the linear describes it:
+ *   Y_b = beta * Y_b + op(A_b) op(B_b)      (no bias or activation)
+ * with the linear's conventions for trans/ld/batch strides (stride 0 shares
+ * a matrix over the batch). */
+typedef struct mvrt_gpu_gemm {
+    int64_t batch, M, N, K;
+    const float *A; int64_t lda, sa; int ta;
+    const float *B; int64_t ldb, sb; int tb;
+    float *Y; int64_t ldy, sy;
+    float beta; /* 0 or 1 */
+    int math;   /* mvrt_math_mode_t */
+} mvrt_gpu_gemm_t;
+
+/* A vendor BLAS GEMM behind a hook (the CUDA backend's cuBLAS,
+ * backends/cuda/cuda_blas.h). Returns MVRT_GPU_GEMM_OK when queued,
+ * MVRT_GPU_GEMM_DECLINED when it cannot take these sizes (our own kernel
+ * runs instead), or MVRT_GPU_GEMM_FAILED with a message in msg. */
+enum { MVRT_GPU_GEMM_OK = 0, MVRT_GPU_GEMM_DECLINED = 1, MVRT_GPU_GEMM_FAILED = 2 };
+typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n);
+
+/* What the launchers need to know of the device. */
+typedef struct mvrt_gpu_op_ctx {
+    int warp_size;          /* the device's warp width (32 or 64) */
+    void *blas;             /* handle for `gemm` */
+    mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
+} mvrt_gpu_op_ctx_t;
+
+/* Results of mvrt_gpu_op_run. */
+enum {
+    MVRT_GPU_OP_OK = 0,
+    MVRT_GPU_OP_UNSUPPORTED = 1, /* unknown kind */
+    MVRT_GPU_OP_NO_SCRATCH = 2,  /* scratch needed but NULL */
+    MVRT_GPU_OP_LAUNCH = 3,      /* a launch failed: *out_err holds the vendor error */
+    MVRT_GPU_OP_BLAS = 4         /* the vendor BLAS failed: msg says how */
+};
+
+/* Bytes of scratch mvrt_gpu_op_run needs for p (a pure function of the
+ * sizes; pointers may be NULL). */
+size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p);
+
+/* Queues op p on stream s. scratch holds at least mvrt_gpu_op_scratch(p)
+ * bytes. Returns MVRT_GPU_OP_*; on failure *out_err and/or msg say why. */
+int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
+                    gpuError_t *out_err, char *msg, size_t msg_n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* GPU kernel of the depthwise conv1d + SiLU (ops/common/mv_op_params.h),
+ * compiled by nvcc and by clang as HIP through
+ * backends/gpu_common/mv_gpu_launch.cu.
+ *
+ * The op usually reads token-major (Bw, L, C) slices (channel stride 1) and
+ * writes channel-major (Bw, C, L) rows (length stride 1) for the scan: a
+ * transpose fused with the convolution. One block takes a tile of 32
+ * channels x 64 positions of one batch element: it stages the input tile
+ * plus the (width - 1) halo in shared memory, reading along whichever of
+ * channel / length is contiguous in x, then computes and writes along
+ * whichever is contiguous in y. Shared rows have an odd length, so lanes
+ * walking down channels hit distinct banks. Widths above 32 (not used by
+ * MambaVision, whose width is 3) go through a direct kernel. */
+#ifndef MVRT_OPS_DWCONV1D_GPU_CUH
+#define MVRT_OPS_DWCONV1D_GPU_CUH
+
+#include "../common/gpu_vendor.h"
+#include "../common/mv_op_params.h"
+#include <stdint.h>
+
+namespace mvrt_mv_gpu {
+
+#define MVRT_DW_TC 32
+#define MVRT_DW_TL 64
+#define MVRT_DW_MAXW 32
+#define MVRT_DW_ROW (MVRT_DW_TL + MVRT_DW_MAXW - 1) /* 95: odd */
+
+static __device__ __forceinline__ float silu_f(float v) { return v / (1.f + expf(-v)); }
+
+/* Grid: x = length tiles, y = channel tiles, z = batch (grid-stride). */
+__global__ void __launch_bounds__(256) dwconv1d_tiled_kernel(mvrt_dwconv1d_params_t p)
+{
+    __shared__ float tile[MVRT_DW_TC][MVRT_DW_ROW];
+    const int W = p.width, pad = (W - 1) / 2;
+    const int TLH = MVRT_DW_TL + W - 1;
+    const int64_t c0 = (int64_t)blockIdx.y * MVRT_DW_TC;
+    const int64_t l0 = (int64_t)blockIdx.x * MVRT_DW_TL;
+    const bool x_cfast = p.x_stride[1] == 1 && p.x_stride[2] != 1;
+    const bool y_cfast = p.y_stride[1] == 1 && p.y_stride[2] != 1;
+    for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
+        const float *x = p.x + b * p.x_stride[0];
+        for (int idx = threadIdx.x; idx < MVRT_DW_TC * TLH; idx += blockDim.x) {
+            int c, l;
+            if (x_cfast) { c = idx % MVRT_DW_TC; l = idx / MVRT_DW_TC; } else { l = idx % TLH; c = idx / TLH; }
+            const int64_t cg = c0 + c, lg = l0 - pad + l;
+            tile[c][l] = (cg < p.channels && lg >= 0 && lg < p.length) ? x[cg * p.x_stride[1] + lg * p.x_stride[2]] : 0.f;
+        }
+        __syncthreads();
+        float *y = p.y + b * p.y_stride[0];
+        for (int idx = threadIdx.x; idx < MVRT_DW_TC * MVRT_DW_TL; idx += blockDim.x) {
+            int c, l;
+            if (y_cfast) { c = idx % MVRT_DW_TC; l = idx / MVRT_DW_TC; } else { l = idx % MVRT_DW_TL; c = idx / MVRT_DW_TL; }
+            const int64_t cg = c0 + c, lg = l0 + l;
+            if (cg >= p.channels || lg >= p.length) continue;
+            const float *w = p.weight + cg * W;
+            float acc = 0.f;
+            for (int j = 0; j < W; j++) acc = fmaf(w[j], tile[c][l + j], acc);
+            y[cg * p.y_stride[1] + lg * p.y_stride[2]] = silu_f(acc);
+        }
+        __syncthreads(); /* the tile is reloaded for the next batch element */
+    }
+}
+
+/* Any width: one thread per output, grid-stride over all of them. */
+__global__ void __launch_bounds__(256) dwconv1d_direct_kernel(mvrt_dwconv1d_params_t p)
+{
+    const int W = p.width, pad = (W - 1) / 2;
+    const int64_t total = p.batch * p.channels * p.length;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t l = i % p.length, bc = i / p.length;
+        const int64_t c = bc % p.channels, b = bc / p.channels;
+        const float *x = p.x + b * p.x_stride[0] + c * p.x_stride[1];
+        const float *w = p.weight + c * W;
+        float acc = 0.f;
+        for (int j = 0; j < W; j++) {
+            const int64_t s = l + j - pad;
+            if (s >= 0 && s < p.length) acc = fmaf(w[j], x[s * p.x_stride[2]], acc);
+        }
+        p.y[b * p.y_stride[0] + c * p.y_stride[1] + l * p.y_stride[2]] = silu_f(acc);
+    }
+}
+
+static inline mvrt_gpu_error_t launch_dwconv1d(const mvrt_dwconv1d_params_t &p, mvrt_gpu_stream_t s)
+{
+    if (p.batch <= 0 || p.channels <= 0 || p.length <= 0) return MVRT_GPU_SUCCESS;
+    const int64_t ctiles = (p.channels + MVRT_DW_TC - 1) / MVRT_DW_TC;
+    const int64_t ltiles = (p.length + MVRT_DW_TL - 1) / MVRT_DW_TL;
+    if (p.width >= 1 && p.width <= MVRT_DW_MAXW && ctiles <= 65535 && ltiles <= 0x7fffffff) {
+        dim3 grid((unsigned)ltiles, (unsigned)ctiles, (unsigned)(p.batch < 65535 ? p.batch : 65535));
+        dwconv1d_tiled_kernel<<<grid, 256, 0, s>>>(p);
+    } else {
+        const int64_t total = p.batch * p.channels * p.length;
+        const int64_t blocks = (total + 255) / 256;
+        dwconv1d_direct_kernel<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), 256, 0, s>>>(p);
+    }
+    return mvrt_gpu_get_last_error();
+}
+
+} // namespace mvrt_mv_gpu
+
+#endif

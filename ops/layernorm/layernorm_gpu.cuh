@@ -1,0 +1,118 @@
+/* GPU kernel of LayerNorm (ops/common/mv_op_params.h), compiled by nvcc and
+ * by clang as HIP through backends/gpu_common/mv_gpu_launch.cu.
+ *
+ * One warp (wavefront) per row, rows in a grid-stride loop. The fast path
+ * (rows 16-byte aligned, cols a multiple of 4) loads the row once as float4
+ * into registers (NV float4 per lane, a template parameter chosen by the
+ * host from cols), then computes the mean and the centered variance from
+ * registers (two reductions, no E[x^2] - mean^2 cancellation) and writes.
+ * Any other shape goes through a scalar three-pass loop (re-reads hit L1).
+ * In place (y == x) is fine: each element is read before its own lane
+ * writes it. Reductions use MVRT_SHFL_XOR over MVRT_WARP_SIZE lanes. */
+#ifndef MVRT_OPS_LAYERNORM_GPU_CUH
+#define MVRT_OPS_LAYERNORM_GPU_CUH
+
+#include "../common/gpu_vendor.h"
+#include "../common/mv_op_params.h"
+#include <stdint.h>
+
+namespace mvrt_mv_gpu {
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = MVRT_WARP_SIZE / 2; o > 0; o /= 2) v += MVRT_SHFL_XOR(v, o, MVRT_WARP_SIZE);
+    return v;
+}
+
+/* NV = 0: scalar path only. Block size a multiple of the warp width. */
+template <int NV>
+__global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t p)
+{
+    const int lane = threadIdx.x % MVRT_WARP_SIZE;
+    const int wpb = blockDim.x / MVRT_WARP_SIZE;
+    const int64_t cols = p.cols;
+    const float inv_n = 1.f / (float)cols;
+    for (int64_t row = (int64_t)blockIdx.x * wpb + threadIdx.x / MVRT_WARP_SIZE; row < p.rows;
+         row += (int64_t)gridDim.x * wpb) {
+        const float *x = p.x + row * p.x_ld;
+        float *y = p.y + row * p.y_ld;
+        /* the guard only matters if the host planned with another warp width */
+        if (NV > 0 && cols / 4 <= (int64_t)NV * MVRT_WARP_SIZE) {
+            const int64_t c4n = cols / 4;
+            const float4 *x4 = reinterpret_cast<const float4 *>(x);
+            float4 v[NV > 0 ? NV : 1];
+            float s = 0.f;
+#pragma unroll
+            for (int i = 0; i < NV; i++) {
+                const int64_t c4 = lane + (int64_t)i * MVRT_WARP_SIZE;
+                v[i] = c4 < c4n ? x4[c4] : make_float4(0.f, 0.f, 0.f, 0.f);
+                s += (v[i].x + v[i].y) + (v[i].z + v[i].w);
+            }
+            const float mean = warp_sum(s) * inv_n;
+            float q = 0.f;
+#pragma unroll
+            for (int i = 0; i < NV; i++) {
+                const int64_t c4 = lane + (int64_t)i * MVRT_WARP_SIZE;
+                if (c4 < c4n) {
+                    const float a = v[i].x - mean, b = v[i].y - mean, c = v[i].z - mean, d = v[i].w - mean;
+                    q += (a * a + b * b) + (c * c + d * d);
+                }
+            }
+            const float rstd = 1.f / sqrtf(warp_sum(q) * inv_n + p.eps);
+            const float4 *w4 = reinterpret_cast<const float4 *>(p.weight);
+            const float4 *b4 = reinterpret_cast<const float4 *>(p.bias);
+            float4 *y4 = reinterpret_cast<float4 *>(y);
+#pragma unroll
+            for (int i = 0; i < NV; i++) {
+                const int64_t c4 = lane + (int64_t)i * MVRT_WARP_SIZE;
+                if (c4 < c4n) {
+                    const float4 w = w4[c4], b = b4[c4];
+                    float4 o;
+                    o.x = (v[i].x - mean) * rstd * w.x + b.x;
+                    o.y = (v[i].y - mean) * rstd * w.y + b.y;
+                    o.z = (v[i].z - mean) * rstd * w.z + b.z;
+                    o.w = (v[i].w - mean) * rstd * w.w + b.w;
+                    y4[c4] = o;
+                }
+            }
+        } else {
+            float s = 0.f;
+            for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) s += x[c];
+            const float mean = warp_sum(s) * inv_n;
+            float q = 0.f;
+            for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) {
+                const float a = x[c] - mean;
+                q += a * a;
+            }
+            const float rstd = 1.f / sqrtf(warp_sum(q) * inv_n + p.eps);
+            for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE)
+                y[c] = (x[c] - mean) * rstd * p.weight[c] + p.bias[c];
+        }
+    }
+}
+
+/* warp_size: the device's (equals the device pass's MVRT_WARP_SIZE). */
+static inline mvrt_gpu_error_t launch_layernorm(const mvrt_layernorm_params_t &p, int warp_size, mvrt_gpu_stream_t s)
+{
+    if (p.rows <= 0 || p.cols <= 0) return MVRT_GPU_SUCCESS;
+    const int threads = 256;
+    const int64_t wpb = threads / warp_size;
+    const int64_t blocks64 = (p.rows + wpb - 1) / wpb;
+    const unsigned blocks = (unsigned)(blocks64 < 0x7fffffff ? blocks64 : 0x7fffffff);
+    auto a16 = [](const void *q) { return ((uintptr_t)q & 15u) == 0; };
+    const bool vec = p.cols % 4 == 0 && p.x_ld % 4 == 0 && p.y_ld % 4 == 0 && a16(p.x) && a16(p.y) &&
+                     a16(p.weight) && a16(p.bias);
+    const int64_t per_lane = (p.cols / 4 + warp_size - 1) / warp_size;
+    if (vec && per_lane <= 1) layernorm_kernel<1><<<blocks, threads, 0, s>>>(p);
+    else if (vec && per_lane <= 2) layernorm_kernel<2><<<blocks, threads, 0, s>>>(p);
+    else if (vec && per_lane <= 4) layernorm_kernel<4><<<blocks, threads, 0, s>>>(p);
+    else if (vec && per_lane <= 8) layernorm_kernel<8><<<blocks, threads, 0, s>>>(p);
+    else if (vec && per_lane <= 16) layernorm_kernel<16><<<blocks, threads, 0, s>>>(p);
+    else layernorm_kernel<0><<<blocks, threads, 0, s>>>(p);
+    return mvrt_gpu_get_last_error();
+}
+
+} // namespace mvrt_mv_gpu
+
+#endif

@@ -1,0 +1,228 @@
+/* GPU kernels of the linear op (ops/common/mv_op_params.h), compiled by nvcc
+ * (CUDA backend) and clang as HIP (HIP backend) through
+ * backends/gpu_common/mv_gpu_launch.cu. Only names from
+ * ops/common/gpu_vendor.h are vendor-specific.
+ *
+ * - sgemm_kernel: our own batched fp32 GEMM with a fused epilogue
+ *       Y = beta * Y + act(op(A) op(B) + bias) + R
+ *   (R: an optional residual, used by conv2d). It is the linear of the HIP
+ *   backend (Debian's ROCm has no hipBLAS/rocBLAS) and the fallback of the
+ *   CUDA backend when cuBLAS is not usable. Tiles of 128 x 128 x 8, 256
+ *   threads, 8 x 8 outputs per thread in registers (two 4 x 4 quadrants 64
+ *   apart, so that shared-memory reads are 16-byte vectors without bank
+ *   conflicts), the next k-tile prefetched into registers while the current
+ *   one is multiplied from the other shared-memory buffer (one barrier per
+ *   k-tile). trans_a / trans_b are template parameters so that each of the
+ *   four global-load patterns reads along the contiguous dimension. Global
+ *   loads are scalar and bounds-checked: leading dimensions and offsets are
+ *   arbitrary, so 16-byte alignment cannot be assumed.
+ * - epilogue_kernel: bias + activation + residual over a Y already holding
+ *   the product (the cuBLAS path of the CUDA backend).
+ *
+ * Nothing here depends on the warp width: only block-wide barriers. */
+#ifndef MVRT_OPS_LINEAR_GPU_CUH
+#define MVRT_OPS_LINEAR_GPU_CUH
+
+#include "../common/gpu_vendor.h"
+#include "../common/mv_op_params.h"
+#include <stdint.h>
+
+namespace mvrt_mv_gpu {
+
+/* The activations of mv_op_params.h in fp32 (accurate libm versions: the
+ * references use erf / tanh / exp in double). */
+static __device__ __forceinline__ float act_apply(int act, float x)
+{
+    switch (act) {
+    case MVRT_ACT_RELU: return x > 0.f ? x : 0.f;
+    case MVRT_ACT_GELU_ERF: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    case MVRT_ACT_GELU_TANH: {
+        const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.f + tanhf(u));
+    }
+    case MVRT_ACT_SILU: return x / (1.f + expf(-x));
+    default: return x;
+    }
+}
+
+/* A batched GEMM with epilogue, row-major (the linear's contract plus a
+ * residual R with its own leading dimension and batch stride). */
+struct gemm_args {
+    int64_t batch, M, N, K;
+    const float *A; int64_t lda, sa;
+    const float *B; int64_t ldb, sb;
+    float *Y; int64_t ldy, sy;
+    const float *bias; int bias_per_row;
+    const float *R; int64_t ldr, sr;  /* NULL: none */
+    int ta, tb;                       /* op(A) = A^T, op(B) = B^T */
+    int act;
+    float beta;                       /* 0 or 1 */
+};
+
+/* Epilogue of one element: v is the product, y points at Y's element. */
+static __device__ __forceinline__ void epilogue_store(const gemm_args &g, float v, int64_t m, int64_t n,
+                                                      float *y, const float *r)
+{
+    if (g.bias) v += g.bias[g.bias_per_row ? m : n];
+    v = act_apply(g.act, v);
+    if (r) v += *r;
+    if (g.beta != 0.f) v += g.beta * *y; /* never read Y when beta = 0 (it may hold garbage) */
+    *y = v;
+}
+
+#define MVRT_GEMM_BM 128
+#define MVRT_GEMM_BN 128
+#define MVRT_GEMM_BK 8
+#define MVRT_GEMM_THREADS 256
+#define MVRT_GEMM_PAD 4 /* keeps 16-byte alignment of shared rows, spreads transposed stores over banks */
+
+/* Grid: x = M tiles, y = N tiles, z = batch (grid-stride over z). */
+template <bool TA, bool TB>
+__global__ void __launch_bounds__(MVRT_GEMM_THREADS) sgemm_kernel(gemm_args g)
+{
+    __shared__ __align__(16) float As[2][MVRT_GEMM_BK][MVRT_GEMM_BM + MVRT_GEMM_PAD];
+    __shared__ __align__(16) float Bs[2][MVRT_GEMM_BK][MVRT_GEMM_BN + MVRT_GEMM_PAD];
+    const int t = threadIdx.x;
+    const int tx = t % 16, ty = t / 16;
+    const int64_t m0 = (int64_t)blockIdx.x * MVRT_GEMM_BM;
+    const int64_t n0 = (int64_t)blockIdx.y * MVRT_GEMM_BN;
+
+    /* What this thread loads of each k-tile: 4 elements along the
+     * contiguous dimension of the operand. */
+    int a_row, a_col; /* !TA: (m, k0) with 4 k's;  TA: (k, m0) with 4 m's */
+    int b_row, b_col; /* !TB: (k, n0) with 4 n's;  TB: (n, k0) with 4 k's */
+    if (!TA) { a_row = t / 2; a_col = (t % 2) * 4; } else { a_row = t / 32; a_col = (t % 32) * 4; }
+    if (!TB) { b_row = t / 32; b_col = (t % 32) * 4; } else { b_row = t / 2; b_col = (t % 2) * 4; }
+
+    for (int64_t bz = blockIdx.z; bz < g.batch; bz += gridDim.z) {
+        const float *A = g.A + bz * g.sa;
+        const float *B = g.B + bz * g.sb;
+        float acc[8][8];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+
+        float ra[4], rb[4];
+        auto load_tile = [&](int64_t k0) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int64_t m, k;
+                if (!TA) { m = m0 + a_row; k = k0 + a_col + i; } else { k = k0 + a_row; m = m0 + a_col + i; }
+                ra[i] = (m < g.M && k < g.K) ? (TA ? A[k * g.lda + m] : A[m * g.lda + k]) : 0.f;
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int64_t n, k;
+                if (!TB) { k = k0 + b_row; n = n0 + b_col + i; } else { n = n0 + b_row; k = k0 + b_col + i; }
+                rb[i] = (n < g.N && k < g.K) ? (TB ? B[n * g.ldb + k] : B[k * g.ldb + n]) : 0.f;
+            }
+        };
+        auto store_tile = [&](int buf) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                if (!TA) As[buf][a_col + i][a_row] = ra[i]; else As[buf][a_row][a_col + i] = ra[i];
+                if (!TB) Bs[buf][b_row][b_col + i] = rb[i]; else Bs[buf][b_col + i][b_row] = rb[i];
+            }
+        };
+
+        const int64_t ktiles = (g.K + MVRT_GEMM_BK - 1) / MVRT_GEMM_BK;
+        int buf = 0;
+        if (ktiles > 0) {
+            load_tile(0);
+            store_tile(0);
+        }
+        __syncthreads();
+        for (int64_t kt = 0; kt < ktiles; kt++) {
+            const bool more = kt + 1 < ktiles;
+            if (more) load_tile((kt + 1) * MVRT_GEMM_BK); /* in flight during the FMAs below */
+#pragma unroll
+            for (int k = 0; k < MVRT_GEMM_BK; k++) {
+                const float4 a0 = *reinterpret_cast<const float4 *>(&As[buf][k][ty * 4]);
+                const float4 a1 = *reinterpret_cast<const float4 *>(&As[buf][k][64 + ty * 4]);
+                const float4 b0 = *reinterpret_cast<const float4 *>(&Bs[buf][k][tx * 4]);
+                const float4 b1 = *reinterpret_cast<const float4 *>(&Bs[buf][k][64 + tx * 4]);
+                const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+            }
+            if (more) {
+                /* the other buffer was last read before the previous barrier */
+                store_tile(buf ^ 1);
+                __syncthreads();
+                buf ^= 1;
+            }
+        }
+
+        float *Y = g.Y + bz * g.sy;
+        const float *R = g.R ? g.R + bz * g.sr : nullptr;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int64_t m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + (i - 4));
+            if (m >= g.M) continue;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int64_t n = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + (j - 4));
+                if (n >= g.N) continue;
+                epilogue_store(g, acc[i][j], m, n, Y + m * g.ldy + n, R ? R + m * g.ldr + n : nullptr);
+            }
+        }
+        /* the next batch element overwrites buffer 0 */
+        __syncthreads();
+    }
+}
+
+/* Y holds the product (the cuBLAS path, which also applied beta): add the
+ * bias, the activation and the residual. Block (64, 4): x over columns,
+ * y over rows of the flattened (batch * M) rows; grid-stride over rows. */
+__global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
+{
+    const int64_t rows = g.batch * g.M;
+    for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
+        const int64_t b = r / g.M, m = r - b * g.M;
+        float *y = g.Y + b * g.sy + m * g.ldy;
+        const float *res = g.R ? g.R + b * g.sr + m * g.ldr : nullptr;
+        const float brow = (g.bias && g.bias_per_row) ? g.bias[m] : 0.f;
+        for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < g.N; n += (int64_t)gridDim.x * blockDim.x) {
+            float v = y[n];
+            if (g.bias) v += g.bias_per_row ? brow : g.bias[n];
+            v = act_apply(g.act, v);
+            if (res) v += res[n];
+            y[n] = v;
+        }
+    }
+}
+
+static inline unsigned mvrt_min_u64(uint64_t a, uint64_t b) { return (unsigned)(a < b ? a : b); }
+
+/* Queues our own GEMM (all of gemm_args applied). */
+static inline mvrt_gpu_error_t launch_sgemm(const gemm_args &g, mvrt_gpu_stream_t s)
+{
+    if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
+    dim3 grid((unsigned)((g.M + MVRT_GEMM_BM - 1) / MVRT_GEMM_BM), (unsigned)((g.N + MVRT_GEMM_BN - 1) / MVRT_GEMM_BN),
+              mvrt_min_u64((uint64_t)g.batch, 65535));
+    if (!g.ta && !g.tb) sgemm_kernel<false, false><<<grid, MVRT_GEMM_THREADS, 0, s>>>(g);
+    else if (!g.ta && g.tb) sgemm_kernel<false, true><<<grid, MVRT_GEMM_THREADS, 0, s>>>(g);
+    else if (g.ta && !g.tb) sgemm_kernel<true, false><<<grid, MVRT_GEMM_THREADS, 0, s>>>(g);
+    else sgemm_kernel<true, true><<<grid, MVRT_GEMM_THREADS, 0, s>>>(g);
+    return mvrt_gpu_get_last_error();
+}
+
+/* Queues the epilogue over Y (nothing to do without bias, act, residual). */
+static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stream_t s)
+{
+    if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
+    if (!g.bias && g.act == MVRT_ACT_NONE && !g.R) return MVRT_GPU_SUCCESS;
+    const uint64_t rows = (uint64_t)g.batch * (uint64_t)g.M;
+    dim3 block(64, 4);
+    dim3 grid(mvrt_min_u64(((uint64_t)g.N + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
+    epilogue_kernel<<<grid, block, 0, s>>>(g);
+    return mvrt_gpu_get_last_error();
+}
+
+} // namespace mvrt_mv_gpu
+
+#endif

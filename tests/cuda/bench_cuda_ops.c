@@ -1,0 +1,129 @@
+/* Quick timings of the MambaVision ops of a GPU plugin at MambaVision-T
+ * sizes (batch 256 at 224x224 unless stated): not a test, no checking (the
+ * test_cuda_ops test does that). Random inputs, 3 warm-ups, median of 20
+ * runs timed with device events; prints time and the achieved rate (GFLOP/s
+ * for GEMM-like ops, GB/s of the minimal traffic for the others).
+ * <prefix>GEMM=builtin in the environment times our own GEMM kernel.
+ * usage: bench_cuda_ops PLUGIN_PATH */
+#include "cuda_test_util.h"
+
+static const mvrt_plugin_vtable_t *vt;
+static void *dev, *stream;
+
+static void *dalloc_rand(int64_t n)
+{
+    float *h = malloc(sizeof(float) * (size_t)n);
+    if (!h) { fprintf(stderr, "host OOM\n"); exit(1); }
+    for (int64_t i = 0; i < n; i++) h[i] = (float)tu_uniform(-1.0, 1.0);
+    void *d = NULL;
+    TU_CHECK(vt->mem_alloc(dev, sizeof(float) * (size_t)n, &d));
+    TU_CHECK(vt->copy_h2d(dev, stream, d, h, sizeof(float) * (size_t)n));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    free(h);
+    return d;
+}
+
+static int cmpf(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* flops > 0: prints GFLOP/s; else bytes -> GB/s */
+static void bench(const char *name, const mvrt_op_params_t *p, double flops, double bytes)
+{
+    size_t sb = 0;
+    TU_CHECK(vt->op_scratch_size(dev, p, &sb));
+    void *scratch = NULL;
+    if (sb) TU_CHECK(vt->mem_alloc(dev, sb, &scratch));
+    void *e0, *e1;
+    TU_CHECK(vt->event_create(dev, &e0));
+    TU_CHECK(vt->event_create(dev, &e1));
+    for (int i = 0; i < 3; i++) TU_CHECK(vt->op_run(dev, stream, p, scratch));
+    float t[20];
+    for (int i = 0; i < 20; i++) {
+        TU_CHECK(vt->event_record(dev, e0, stream));
+        TU_CHECK(vt->op_run(dev, stream, p, scratch));
+        TU_CHECK(vt->event_record(dev, e1, stream));
+        TU_CHECK(vt->event_synchronize(dev, e1));
+        TU_CHECK(vt->event_elapsed_ms(dev, e0, e1, &t[i]));
+    }
+    qsort(t, 20, sizeof t[0], cmpf);
+    const double ms = t[10];
+    if (flops > 0) printf("%-44s %9.3f ms  %8.1f GFLOP/s  (scratch %zu MiB)\n", name, ms, flops / ms * 1e-6, sb >> 20);
+    else printf("%-44s %9.3f ms  %8.1f GB/s\n", name, ms, bytes / ms * 1e-6);
+    vt->event_destroy(dev, e0);
+    vt->event_destroy(dev, e1);
+    if (scratch) vt->mem_free(dev, scratch);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN\n", argv[0]); return 2; }
+    vt = tu_open_plugin(argv[1], &dev);
+    stream = vt->default_stream(dev);
+    const int64_t B = 256, L = 196, C = 320, T = B * L;
+    mvrt_op_params_t p;
+
+    /* stage 3 MLP of MambaVision-T: fc1 (T, 320) -> (T, 1280) + GELU, fc2 back + residual */
+    float *x = dalloc_rand(T * C), *w1 = dalloc_rand(4 * C * C), *b1 = dalloc_rand(4 * C);
+    float *h = dalloc_rand(T * 4 * C), *w2 = dalloc_rand(4 * C * C), *y = dalloc_rand(T * C);
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_LINEAR;
+    p.u.linear = (mvrt_linear_params_t){1, T, 4 * C, C, x, C, 0, 0, w1, C, 0, 1, h, 4 * C, 0, b1, 0,
+                                        MVRT_ACT_GELU_ERF, 0.f, MVRT_MATH_FP32};
+    const double f1 = 2.0 * T * 4 * C * C;
+    bench("linear fc1 50176x1280x320 +bias+GELU fp32", &p, f1, 0);
+    p.u.linear.math = MVRT_MATH_FAST;
+    bench("linear fc1 50176x1280x320 +bias+GELU tf32", &p, f1, 0);
+    p.u.linear = (mvrt_linear_params_t){1, T, C, 4 * C, h, 4 * C, 0, 0, w2, 4 * C, 0, 1, y, C, 0, b1, 0,
+                                        MVRT_ACT_NONE, 1.f, MVRT_MATH_FP32};
+    bench("linear fc2 50176x320x1280 +bias beta1 fp32", &p, f1, 0);
+
+    /* attention, stage 3 of T: qkv (B, 196, 960), 8 heads of 40 */
+    float *qkv = dalloc_rand(T * 3 * C), *ao = dalloc_rand(T * C);
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_ATTENTION;
+    p.u.attention = (mvrt_attention_params_t){B, L, 8, 40, 0.158113883f, qkv, ao};
+    bench("attention b256 L196 h8 d40", &p, 4.0 * B * 8 * L * L * 40, 0);
+    p.u.attention.batch = 64;
+    bench("attention b64 L196 h8 d40", &p, 4.0 * 64 * 8 * L * L * 40, 0);
+
+    /* layernorm (T, 320) */
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_LAYERNORM;
+    p.u.layernorm = (mvrt_layernorm_params_t){T, C, x, C, y, C, w1, b1, 1e-5f};
+    bench("layernorm 50176x320", &p, 0, 2.0 * T * C * 4);
+
+    /* dwconv1d on the mixer's x half: token-major (B, 196, 320) cols [0,160) -> (B, 160, 196) */
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_DWCONV1D_SILU;
+    p.u.dwconv1d = (mvrt_dwconv1d_params_t){B, C / 2, L, 3, x, {L * C, 1, C}, h, {C / 2 * L, L, 1}, w1};
+    bench("dwconv1d+silu b256 C160 L196 transpose", &p, 0, 2.0 * B * C / 2 * L * 4);
+
+    /* window partition / reverse (B, 320, 14, 14), ws 14 */
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_WINDOW_PARTITION;
+    p.u.window = (mvrt_window_params_t){B, C, 14, 14, 14, x, y};
+    bench("window partition b256 C320 14x14", &p, 0, 2.0 * T * C * 4);
+    p.kind = MVRT_OP_WINDOW_REVERSE;
+    bench("window reverse b256 C320 14x14", &p, 0, 2.0 * T * C * 4);
+
+    /* head: affine + pool (B, 640, 7x7) */
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_AFFINE_AVGPOOL;
+    p.u.pool = (mvrt_affine_avgpool_params_t){B, 640, 49, x, w1, b1, y};
+    bench("affine+avgpool b256 C640 7x7", &p, 0, (double)B * 640 * 49 * 4);
+
+    /* stage 1 conv block conv: (B, 80, 56, 56) 3x3 s1 + bias + GELU-tanh + residual */
+    float *cx = dalloc_rand(B * 80 * 56 * 56), *cw = dalloc_rand(160 * 80 * 9), *cy = dalloc_rand(B * 80 * 56 * 56);
+    float *cr = dalloc_rand(B * 80 * 56 * 56);
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_CONV2D;
+    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 80, 56, 56, 3, 1, 1, cx, cw, b1, cr, cy, MVRT_ACT_GELU_TANH};
+    bench("conv2d b256 80->80 56x56 3x3 s1 +res", &p, 2.0 * B * 80 * 80 * 9 * 56 * 56, 0);
+    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 160, 28, 28, 3, 2, 1, cx, cw, NULL, NULL, cy, MVRT_ACT_NONE};
+    bench("conv2d b256 80->160 56x56 3x3 s2", &p, 2.0 * B * 160 * 80 * 9 * 28 * 28, 0);
+    vt->device_close(dev);
+    return 0;
+}

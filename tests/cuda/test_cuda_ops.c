@@ -1,0 +1,617 @@
+/* The MambaVision ops of a GPU plugin (op_scratch_size / op_run, ABI v2)
+ * against the double-precision references (ops/common/mv_reference.h), at
+ * the plugin ABI. Built for the CUDA plugin and, from the same source, for
+ * the HIP plugin (tests/hip).
+ *
+ * Every op kind on edge shapes (sizes 1, odd sizes, sizes that are not
+ * multiples of 32/64, padded leading dimensions, batch strides with gaps,
+ * shared operands, every transpose combination, activation, bias mode,
+ * beta 0/1, fast math) and on MambaVision-sized problems. Outputs are
+ * poisoned with NaN before each run: every element the op must write is
+ * compared with the reference, every other element of the output buffer
+ * (gaps, padding) must be bit-for-bit untouched. The large cases compare
+ * sampled rows/images only (the double reference would take minutes).
+ * The linear and conv2d cases run twice: with the vendor BLAS (cuBLAS on
+ * CUDA) and with <prefix>GEMM=builtin (our own GEMM kernel, the HIP path).
+ * Two ops are also captured into a graph and replayed.
+ *
+ * Pass criterion per element: |got - ref| <= atol + rtol * |ref|, with
+ * (atol, rtol) stated per op in main(); the worst ratio |got-ref| / (atol +
+ * rtol |ref|) and the worst absolute error of each case are printed.
+ * Exit 77 when no device is usable.
+ * usage: test_cuda_ops PLUGIN_PATH [case-name-filter] */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* setenv */
+#endif
+#include "cuda_test_util.h"
+#include "mv_reference.h"
+
+static const mvrt_plugin_vtable_t *vt;
+static void *dev;
+static void *stream;
+static const char *filter;
+static const char *gemm_mode = "default";
+static int fails, ran;
+
+/* ---- buffers: host copy + device copy ---- */
+typedef struct buf {
+    float *h;
+    void *d;
+    int64_t n;
+} buf_t;
+
+static buf_t buf_new(int64_t n)
+{
+    buf_t b;
+    b.n = n > 0 ? n : 1;
+    b.h = malloc(sizeof(float) * (size_t)b.n);
+    if (!b.h) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    TU_CHECK(vt->mem_alloc(dev, sizeof(float) * (size_t)b.n, &b.d));
+    return b;
+}
+/* random input in [lo, hi), uploaded */
+static buf_t buf_rand(int64_t n, double lo, double hi)
+{
+    buf_t b = buf_new(n);
+    for (int64_t i = 0; i < b.n; i++) b.h[i] = (float)tu_uniform(lo, hi);
+    TU_CHECK(vt->copy_h2d(dev, stream, b.d, b.h, sizeof(float) * (size_t)b.n));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    return b;
+}
+static void buf_upload(buf_t *b)
+{
+    TU_CHECK(vt->copy_h2d(dev, stream, b->d, b->h, sizeof(float) * (size_t)b->n));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+}
+/* output: host keeps the initial content (NaN poison) that unwritten
+ * elements must keep */
+static buf_t buf_out(int64_t n)
+{
+    buf_t b = buf_new(n);
+    const uint32_t nan = 0x7fc00000u;
+    for (int64_t i = 0; i < b.n; i++) memcpy(&b.h[i], &nan, 4);
+    buf_upload(&b);
+    return b;
+}
+static void buf_free(buf_t *b)
+{
+    if (b->d) vt->mem_free(dev, b->d);
+    free(b->h);
+    memset(b, 0, sizeof *b);
+}
+static float *download(const buf_t *b)
+{
+    float *h = malloc(sizeof(float) * (size_t)b->n);
+    if (!h) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    TU_CHECK(vt->copy_d2h(dev, stream, h, b->d, sizeof(float) * (size_t)b->n));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    return h;
+}
+static double *ref_new(int64_t n)
+{
+    double *r = malloc(sizeof(double) * (size_t)n);
+    if (!r) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    for (int64_t i = 0; i < n; i++) r[i] = NAN;
+    return r;
+}
+
+/* Runs the op on the device (scratch from op_scratch_size). */
+static void run_dev(const mvrt_op_params_t *pd)
+{
+    size_t bytes = 0;
+    if (vt->op_scratch_size) TU_CHECK(vt->op_scratch_size(dev, pd, &bytes));
+    void *scratch = NULL;
+    if (bytes) TU_CHECK(vt->mem_alloc(dev, bytes, &scratch));
+    TU_CHECK(vt->op_run(dev, stream, pd, scratch));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    if (scratch) vt->mem_free(dev, scratch);
+}
+
+/* Compares the device output with the reference. Elements where ref is NaN
+ * were not written by the reference: unless `sampled`, they must still hold
+ * the initial bits. */
+static int check(const char *name, const buf_t *out, const double *ref, int sampled, double atol, double rtol)
+{
+    float *got = download(out);
+    double worst = 0, worst_abs = 0;
+    int64_t wi = -1, checked = 0, untouched_bad = 0, first_bad = -1;
+    for (int64_t i = 0; i < out->n; i++) {
+        if (isnan(ref[i])) {
+            if (!sampled && memcmp(&got[i], &out->h[i], 4) != 0) {
+                if (first_bad < 0) first_bad = i;
+                untouched_bad++;
+            }
+            continue;
+        }
+        checked++;
+        const double g = got[i], e = fabs(g - ref[i]);
+        /* exact ops (atol = rtol = 0): any difference is an infinite ratio */
+        const double tol = atol + rtol * fabs(ref[i]);
+        const double r = !isfinite(g) ? INFINITY : e == 0 ? 0.0 : tol > 0 ? e / tol : INFINITY;
+        if (!(r <= worst)) { worst = r; wi = i; }
+        if (isfinite(g) && e > worst_abs) worst_abs = e;
+    }
+    const int ok = worst <= 1.0 && untouched_bad == 0 && checked > 0;
+    printf("%-4s %-7s %-44s checked %10lld  worst |err| %.3g  worst ratio %.3g (atol %.1e rtol %.1e)\n",
+           ok ? "ok" : "FAIL", gemm_mode, name, (long long)checked, worst_abs, worst, atol, rtol);
+    if (worst > 1.0 && wi >= 0)
+        printf("     worst element %lld: got %.9g ref %.9g\n", (long long)wi, got[wi], ref[wi]);
+    if (untouched_bad)
+        printf("     %lld elements outside the op's output were modified (first %lld: %.9g)\n",
+               (long long)untouched_bad, (long long)first_bad, got[first_bad]);
+    if (checked == 0) printf("     nothing was checked\n");
+    free(got);
+    ran++;
+    if (!ok) fails++;
+    return ok;
+}
+
+static int selected(const char *name) { return !filter || strstr(name, filter) != NULL; }
+
+/* ---------------------------------------------------------------- layernorm */
+static void case_layernorm(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad, int inplace)
+{
+    if (!selected(name)) return;
+    const int64_t xld = cols + xpad, yld = inplace ? xld : cols + ypad;
+    buf_t x = buf_rand(rows * xld, -2.0, 3.0), w = buf_rand(cols, 0.5, 1.5), bb = buf_rand(cols, -0.5, 0.5);
+    buf_t y;
+    if (inplace) {
+        /* y == x: the output buffer is x itself; its padding keeps x's values */
+        y = x;
+    } else {
+        y = buf_out(rows * yld);
+    }
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_LAYERNORM;
+    mvrt_layernorm_params_t *l = &ph.u.layernorm;
+    l->rows = rows; l->cols = cols; l->x = x.h; l->x_ld = xld; l->y = y.h; l->y_ld = yld;
+    l->weight = w.h; l->bias = bb.h; l->eps = 1e-5f;
+    pd = ph;
+    pd.u.layernorm.x = x.d; pd.u.layernorm.y = y.d; pd.u.layernorm.weight = w.d; pd.u.layernorm.bias = bb.d;
+    double *ref = ref_new(y.n);
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    check(name, &y, ref, 0, 2e-5, 2e-5);
+    free(ref);
+    buf_free(&x); buf_free(&w); buf_free(&bb);
+    if (!inplace) buf_free(&y);
+}
+
+/* ---------------------------------------------------------------- linear */
+typedef struct lcase {
+    const char *name;
+    int64_t batch, M, N, K;
+    int ta, tb;
+    int64_t pad_a, pad_b, pad_y; /* extra leading-dimension elements */
+    int share_a, share_b;        /* batch stride 0 */
+    int bias;                    /* 0 none, 1 per column, 2 per row */
+    int act;
+    float beta;
+    int math;
+    int64_t sample; /* 0: check everything; else rows per sampled block */
+} lcase_t;
+
+static void case_linear(const lcase_t *c)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s", c->name);
+    if (!selected(name)) return;
+    const int64_t ra = c->ta ? c->K : c->M, ca = c->ta ? c->M : c->K;
+    const int64_t rb = c->tb ? c->N : c->K, cb = c->tb ? c->K : c->N;
+    const int64_t lda = ca + c->pad_a, ldb = cb + c->pad_b, ldy = c->N + c->pad_y;
+    /* batch strides with a gap so that a stride != matrix size is exercised */
+    const int64_t sa = c->share_a ? 0 : ra * lda + 3, sb = c->share_b ? 0 : rb * ldb + 1, sy = c->M * ldy + 5;
+    const int64_t na = c->share_a ? ra * lda : c->batch * sa, nb = c->share_b ? rb * ldb : c->batch * sb;
+    buf_t A = buf_rand(na, -1.0, 1.0), B = buf_rand(nb, -1.0, 1.0);
+    buf_t Y = buf_out(c->batch * sy);
+    if (c->beta != 0.f) {
+        for (int64_t i = 0; i < Y.n; i++) Y.h[i] = (float)tu_uniform(-1.0, 1.0);
+        buf_upload(&Y);
+    }
+    buf_t bias = {0, 0, 0};
+    if (c->bias) bias = buf_rand(c->bias == 2 ? c->M : c->N, -1.0, 1.0);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &ph.u.linear;
+    l->batch = c->batch; l->M = c->M; l->N = c->N; l->K = c->K;
+    l->A = A.h; l->lda = lda; l->batch_stride_a = sa; l->trans_a = c->ta;
+    l->B = B.h; l->ldb = ldb; l->batch_stride_b = sb; l->trans_b = c->tb;
+    l->Y = Y.h; l->ldy = ldy; l->batch_stride_y = sy;
+    l->bias = c->bias ? bias.h : NULL; l->bias_per_row = c->bias == 2;
+    l->activation = c->act; l->beta = c->beta; l->math = c->math;
+    pd = ph;
+    pd.u.linear.A = A.d; pd.u.linear.B = B.d; pd.u.linear.Y = Y.d; pd.u.linear.bias = c->bias ? bias.d : NULL;
+    double *ref = ref_new(Y.n);
+    if (!c->sample) {
+        mvrt_ref_op_run(&ph, ref);
+    } else {
+        /* first, middle and last block of rows of the first and last batch element */
+        const int64_t S = c->sample;
+        const int64_t starts[3] = {0, (c->M / 2) / S * S, c->M > S ? c->M - S : 0};
+        const int64_t bsel[2] = {0, c->batch - 1};
+        for (int bi = 0; bi < 2; bi++)
+            for (int si = 0; si < 3; si++) {
+                const int64_t b = bsel[bi], r0 = starts[si], rows = c->M - r0 < S ? c->M - r0 : S;
+                mvrt_op_params_t q = ph;
+                mvrt_linear_params_t *s = &q.u.linear;
+                s->batch = 1; s->M = rows;
+                s->A = A.h + b * sa + (c->ta ? r0 : r0 * lda);
+                s->B = B.h + b * sb;
+                s->Y = Y.h + b * sy + r0 * ldy;
+                if (c->bias == 2) s->bias = bias.h + r0;
+                mvrt_ref_op_run(&q, ref + b * sy + r0 * ldy);
+            }
+    }
+    run_dev(&pd);
+    /* fp32: the error of a K-term dot product grows like sqrt(K) (inputs in
+     * [-1, 1], |terms| <= 1); TF32 rounds the operands to 10-bit mantissas */
+    const double sk = sqrt((double)(c->K > 1 ? c->K : 1));
+    if (c->math == MVRT_MATH_FAST) check(name, &Y, ref, c->sample != 0, 1e-3 * sk, 5e-3);
+    else check(name, &Y, ref, c->sample != 0, 2e-6 * sk + 1e-6, 1e-5);
+    free(ref);
+    buf_free(&A); buf_free(&B); buf_free(&Y);
+    if (c->bias) buf_free(&bias);
+}
+
+/* ---------------------------------------------------------------- dwconv1d */
+/* layout 0: token-major in (B, L, Cfull) slice at channel offset, channel-
+ * major out (B, C, L); 1: channel-major both (padded rows); 2: token-major both */
+static void case_dwconv(const char *name, int64_t batch, int64_t C, int64_t L, int width, int layout)
+{
+    if (!selected(name)) return;
+    int64_t xs[3], ys[3], nx, ny, xoff = 0;
+    if (layout == 0) {
+        const int64_t Cf = 2 * C + 3; /* the slice is channels [C + 1, 2C + 1) of a wider row */
+        xs[0] = L * Cf; xs[1] = 1; xs[2] = Cf; nx = batch * L * Cf; xoff = C + 1;
+        ys[0] = C * L; ys[1] = L; ys[2] = 1; ny = batch * C * L;
+    } else if (layout == 1) {
+        xs[0] = C * (L + 2) + 1; xs[1] = L + 2; xs[2] = 1; nx = batch * xs[0];
+        ys[0] = C * (L + 1) + 3; ys[1] = L + 1; ys[2] = 1; ny = batch * ys[0];
+    } else {
+        xs[0] = L * C; xs[1] = 1; xs[2] = C; nx = batch * L * C;
+        ys[0] = L * (C + 1); ys[1] = 1; ys[2] = C + 1; ny = batch * ys[0];
+    }
+    buf_t x = buf_rand(nx, -2.0, 2.0), w = buf_rand(C * width, -1.0, 1.0), y = buf_out(ny);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_DWCONV1D_SILU;
+    mvrt_dwconv1d_params_t *d = &ph.u.dwconv1d;
+    d->batch = batch; d->channels = C; d->length = L; d->width = width;
+    d->x = x.h + xoff; memcpy(d->x_stride, xs, sizeof xs);
+    d->y = y.h; memcpy(d->y_stride, ys, sizeof ys);
+    d->weight = w.h;
+    pd = ph;
+    pd.u.dwconv1d.x = (const float *)x.d + xoff; pd.u.dwconv1d.y = y.d; pd.u.dwconv1d.weight = w.d;
+    double *ref = ref_new(y.n);
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    check(name, &y, ref, 0, 1e-5 * sqrt((double)width) + 1e-6, 1e-5);
+    free(ref);
+    buf_free(&x); buf_free(&w); buf_free(&y);
+}
+
+/* ---------------------------------------------------------------- attention */
+static void case_attention(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled)
+{
+    if (!selected(name)) return;
+    const int64_t C = (int64_t)heads * hd;
+    buf_t qkv = buf_rand(batch * L * 3 * C, -1.5, 1.5), out = buf_out(batch * L * C);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_ATTENTION;
+    mvrt_attention_params_t *a = &ph.u.attention;
+    a->batch = batch; a->length = L; a->heads = heads; a->head_dim = hd;
+    a->scale = (float)(1.0 / sqrt((double)hd));
+    a->qkv = qkv.h; a->out = out.h;
+    pd = ph;
+    pd.u.attention.qkv = qkv.d; pd.u.attention.out = out.d;
+    double *ref = ref_new(out.n);
+    if (!sampled) {
+        mvrt_ref_op_run(&ph, ref);
+    } else {
+        const int64_t bsel[3] = {0, batch / 2, batch - 1};
+        for (int i = 0; i < 3; i++) {
+            mvrt_op_params_t q = ph;
+            q.u.attention.batch = 1;
+            q.u.attention.qkv = qkv.h + bsel[i] * L * 3 * C;
+            q.u.attention.out = out.h + bsel[i] * L * C;
+            mvrt_ref_op_run(&q, ref + bsel[i] * L * C);
+        }
+    }
+    run_dev(&pd);
+    check(name, &out, ref, sampled, 1e-5, 1e-4);
+    free(ref);
+    buf_free(&qkv); buf_free(&out);
+}
+
+/* ---------------------------------------------------------------- conv2d */
+typedef struct ccase {
+    const char *name;
+    int64_t batch, cin, h, w, cout;
+    int k, stride, pad;
+    int bias, residual, act;
+    int sampled;
+} ccase_t;
+
+static void case_conv2d(const ccase_t *c)
+{
+    if (!selected(c->name)) return;
+    const int64_t oh = (c->h + 2 * c->pad - c->k) / c->stride + 1, ow = (c->w + 2 * c->pad - c->k) / c->stride + 1;
+    const int64_t in_img = c->cin * c->h * c->w, out_img = c->cout * oh * ow;
+    buf_t x = buf_rand(c->batch * in_img, -1.0, 1.0);
+    buf_t w = buf_rand(c->cout * c->cin * c->k * c->k, -0.5, 0.5);
+    buf_t bias = {0, 0, 0}, res = {0, 0, 0};
+    if (c->bias) bias = buf_rand(c->cout, -1.0, 1.0);
+    if (c->residual) res = buf_rand(c->batch * out_img, -1.0, 1.0);
+    buf_t y = buf_out(c->batch * out_img);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_CONV2D;
+    mvrt_conv2d_params_t *v = &ph.u.conv2d;
+    v->batch = c->batch; v->in_channels = c->cin; v->in_h = c->h; v->in_w = c->w;
+    v->out_channels = c->cout; v->out_h = oh; v->out_w = ow;
+    v->kernel = c->k; v->stride = c->stride; v->pad = c->pad;
+    v->x = x.h; v->weight = w.h; v->bias = c->bias ? bias.h : NULL; v->residual = c->residual ? res.h : NULL;
+    v->y = y.h; v->activation = c->act;
+    pd = ph;
+    pd.u.conv2d.x = x.d; pd.u.conv2d.weight = w.d; pd.u.conv2d.bias = c->bias ? bias.d : NULL;
+    pd.u.conv2d.residual = c->residual ? res.d : NULL; pd.u.conv2d.y = y.d;
+    double *ref = ref_new(y.n);
+    if (!c->sampled) {
+        mvrt_ref_op_run(&ph, ref);
+    } else {
+        const int64_t bsel[2] = {0, c->batch - 1};
+        for (int i = 0; i < 2; i++) {
+            mvrt_op_params_t q = ph;
+            q.u.conv2d.batch = 1;
+            q.u.conv2d.x = x.h + bsel[i] * in_img;
+            q.u.conv2d.y = y.h + bsel[i] * out_img;
+            if (c->residual) q.u.conv2d.residual = res.h + bsel[i] * out_img;
+            mvrt_ref_op_run(&q, ref + bsel[i] * out_img);
+        }
+    }
+    run_dev(&pd);
+    const double sk = sqrt((double)(c->cin * c->k * c->k));
+    check(c->name, &y, ref, c->sampled, 1e-6 * sk + 1e-6, 1e-5);
+    free(ref);
+    buf_free(&x); buf_free(&w); buf_free(&y);
+    if (c->bias) buf_free(&bias);
+    if (c->residual) buf_free(&res);
+}
+
+/* ---------------------------------------------------------------- window */
+static void case_window(const char *name, int64_t batch, int64_t C, int64_t H, int64_t W, int ws)
+{
+    char nm[128];
+    const int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
+    const int64_t nmap = batch * C * H * W, ntok = batch * nh * nw * ws * ws * C;
+    for (int rev = 0; rev < 2; rev++) {
+        snprintf(nm, sizeof nm, "%s_%s", name, rev ? "reverse" : "partition");
+        if (!selected(nm)) continue;
+        buf_t src = buf_rand(rev ? ntok : nmap, -1.0, 1.0), dst = buf_out(rev ? nmap : ntok);
+        mvrt_op_params_t ph, pd;
+        memset(&ph, 0, sizeof ph);
+        ph.kind = rev ? MVRT_OP_WINDOW_REVERSE : MVRT_OP_WINDOW_PARTITION;
+        mvrt_window_params_t *p = &ph.u.window;
+        p->batch = batch; p->channels = C; p->height = H; p->width = W; p->window = ws;
+        p->src = src.h; p->dst = dst.h;
+        pd = ph;
+        pd.u.window.src = src.d; pd.u.window.dst = dst.d;
+        double *ref = ref_new(dst.n);
+        mvrt_ref_op_run(&ph, ref);
+        run_dev(&pd);
+        check(nm, &dst, ref, 0, 0.0, 0.0); /* a copy: exact */
+        free(ref);
+        buf_free(&src); buf_free(&dst);
+    }
+}
+
+/* ---------------------------------------------------------------- pool */
+static void case_pool(const char *name, int64_t batch, int64_t C, int64_t spatial)
+{
+    if (!selected(name)) return;
+    buf_t x = buf_rand(batch * C * spatial, -1.0, 2.0), sc = buf_rand(C, 0.5, 1.5), sh = buf_rand(C, -1.0, 1.0);
+    buf_t y = buf_out(batch * C);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_AFFINE_AVGPOOL;
+    mvrt_affine_avgpool_params_t *p = &ph.u.pool;
+    p->batch = batch; p->channels = C; p->spatial = spatial;
+    p->x = x.h; p->scale = sc.h; p->shift = sh.h; p->y = y.h;
+    pd = ph;
+    pd.u.pool.x = x.d; pd.u.pool.scale = sc.d; pd.u.pool.shift = sh.d; pd.u.pool.y = y.d;
+    double *ref = ref_new(y.n);
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    check(name, &y, ref, 0, 1e-5, 1e-5);
+    free(ref);
+    buf_free(&x); buf_free(&sc); buf_free(&sh); buf_free(&y);
+}
+
+/* ---------------------------------------------------------------- graph */
+/* A conv2d (im2col scratch + GEMM + epilogue) then a linear reading its
+ * output, captured on a created stream and replayed twice. */
+static void case_graph(void)
+{
+    const char *name = "graph_capture_conv_linear";
+    if (!selected(name)) return;
+    if (!vt->graph_capture_begin) {
+        printf("skip %s: no graph capture\n", name);
+        return;
+    }
+    void *s2 = NULL;
+    TU_CHECK(vt->stream_create(dev, &s2));
+    const int64_t B = 3, Ci = 5, H = 9, W = 10, Co = 6;
+    buf_t x = buf_rand(B * Ci * H * W, -1.0, 1.0), w = buf_rand(Co * Ci * 9, -0.5, 0.5), cb = buf_rand(Co, -1.0, 1.0);
+    buf_t y = buf_out(B * Co * H * W);
+    buf_t lw = buf_rand(7 * W, -1.0, 1.0), ly = buf_out(B * Co * H * 7);
+    mvrt_op_params_t c, l;
+    memset(&c, 0, sizeof c);
+    memset(&l, 0, sizeof l);
+    c.kind = MVRT_OP_CONV2D;
+    c.u.conv2d = (mvrt_conv2d_params_t){B, Ci, H, W, Co, H, W, 3, 1, 1, x.d, w.d, cb.d, NULL, y.d, MVRT_ACT_GELU_ERF};
+    /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
+    l.kind = MVRT_OP_LINEAR;
+    l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32};
+    size_t bytes = 0;
+    TU_CHECK(vt->op_scratch_size(dev, &c, &bytes));
+    void *scratch = NULL;
+    if (bytes) TU_CHECK(vt->mem_alloc(dev, bytes, &scratch));
+    void *graph = NULL;
+    TU_CHECK(vt->graph_capture_begin(dev, s2));
+    TU_CHECK(vt->op_run(dev, s2, &c, scratch));
+    TU_CHECK(vt->op_run(dev, s2, &l, NULL));
+    TU_CHECK(vt->graph_capture_end(dev, s2, &graph));
+    TU_CHECK(vt->graph_launch(dev, graph, s2));
+    TU_CHECK(vt->graph_launch(dev, graph, s2));
+    TU_CHECK(vt->stream_synchronize(dev, s2));
+    /* reference: conv on host data, then linear on the reference conv output
+     * rounded to float (the device linear reads the device conv output) */
+    mvrt_op_params_t ch = c, lh = l;
+    ch.u.conv2d.x = x.h; ch.u.conv2d.weight = w.h; ch.u.conv2d.bias = cb.h; ch.u.conv2d.y = y.h;
+    double *rc = ref_new(y.n);
+    mvrt_ref_op_run(&ch, rc);
+    check("graph_capture_conv2d", &y, rc, 0, 1e-5, 1e-5);
+    float *yc = download(&y);
+    lh.u.linear.A = yc; lh.u.linear.B = lw.h; lh.u.linear.Y = ly.h;
+    double *rl = ref_new(ly.n);
+    mvrt_ref_op_run(&lh, rl);
+    check("graph_capture_linear", &ly, rl, 0, 1e-5, 1e-5);
+    free(yc); free(rc); free(rl);
+    vt->graph_destroy(dev, graph);
+    if (scratch) vt->mem_free(dev, scratch);
+    buf_free(&x); buf_free(&w); buf_free(&cb); buf_free(&y); buf_free(&lw); buf_free(&ly);
+    vt->stream_destroy(dev, s2);
+}
+
+/* ---------------------------------------------------------------- cases */
+enum { NONE = MVRT_ACT_NONE, RELU = MVRT_ACT_RELU, GELU = MVRT_ACT_GELU_ERF, GELUT = MVRT_ACT_GELU_TANH, SILU = MVRT_ACT_SILU };
+enum { FP32 = MVRT_MATH_FP32, FAST = MVRT_MATH_FAST };
+
+static const lcase_t linear_cases[] = {
+    /* name                          batch   M     N    K  ta tb pa pb py sa sb bias act  beta math sample */
+    {"linear_1x1x1",                     1,   1,    1,   1, 0, 0, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_nn_odd",                    1,   3,    5,   7, 0, 0, 1, 2, 3, 0, 0, 1, RELU, 0, FP32, 0},
+    {"linear_nt_weight_gelu",            1, 130,   97, 129, 0, 1, 0, 3, 0, 0, 0, 1, GELU, 0, FP32, 0},
+    {"linear_tn_rowbias_silu",           2,  33,   65,  17, 1, 0, 2, 0, 1, 0, 0, 2, SILU, 0, FP32, 0},
+    {"linear_tt_gelutanh",               3,  70,   31,  45, 1, 1, 0, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0},
+    {"linear_batch_shared_a",            4,  19,   40, 200, 0, 1, 0, 0, 0, 1, 0, 0, NONE, 0, FP32, 0},
+    {"linear_batch_shared_b",            5,  64,   64,  64, 0, 1, 0, 0, 0, 0, 1, 1, NONE, 0, FP32, 0},
+    {"linear_beta1_residual",            2, 129,  130,  33, 0, 1, 0, 0, 4, 0, 0, 1, NONE, 1, FP32, 0},
+    {"linear_beta1_nobias_tn",           1,  47,    9, 300, 1, 0, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0},
+    {"linear_K1",                        2,  10,   12,   1, 0, 0, 0, 0, 0, 0, 0, 2, RELU, 0, FP32, 0},
+    {"linear_M1_head",                   1,   1, 1000, 640, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_N1",                        1, 257,    1,  80, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 0},
+    {"linear_fast_nt",                   1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 0},
+    {"linear_fast_batch_tn_beta1",       3,  65,   33, 129, 1, 0, 1, 0, 0, 0, 0, 0, NONE, 1, FAST, 0},
+    {"linear_mv_fc1_256x196",            1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 64},
+    {"linear_mv_fc2_beta1_256x196",      1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 64},
+    {"linear_mv_fc1_fast",               1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 64},
+};
+
+static const ccase_t conv_cases[] = {
+    /* name                      batch cin   h    w  cout k  s  p bias res act  sampled */
+    {"conv2d_1x1_pixel",             1,   1,   1,   1,   1, 1, 1, 0, 0, 0, NONE, 0},
+    {"conv2d_3x3_odd",               2,   3,   7,   5,   4, 3, 1, 1, 1, 0, RELU, 0},
+    {"conv2d_stem_s2_relu",          2,   3,  33,  31,  32, 3, 2, 1, 0, 0, RELU, 0},
+    {"conv2d_s2_res_gelutanh",       1,   5,   9,  11,   7, 3, 2, 1, 1, 1, GELUT, 0},
+    {"conv2d_1x1_direct",            3,   6,   5,   7,   3, 1, 1, 0, 1, 1, GELU, 0},
+    {"conv2d_1x1_s2",                2,   6,   8,   7,   5, 1, 2, 0, 1, 0, NONE, 0},
+    {"conv2d_5x5_p2",                1,   4,   6,   6,   3, 5, 1, 2, 1, 0, SILU, 0},
+    {"conv2d_3x3_nopad",             3,   2,   4,   4,   2, 3, 1, 0, 0, 1, NONE, 0},
+    {"conv2d_mv_56x56x80_s1_b64",   64,  80,  56,  56,  80, 3, 1, 1, 1, 1, GELUT, 1},
+    {"conv2d_mv_56x56x80_s2_b16",   16,  80,  56,  56, 160, 3, 2, 1, 0, 0, NONE, 1},
+};
+
+static void run_gemm_cases(void)
+{
+    for (size_t i = 0; i < sizeof linear_cases / sizeof linear_cases[0]; i++) case_linear(&linear_cases[i]);
+    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) case_conv2d(&conv_cases[i]);
+    case_graph();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN [filter]\n", argv[0]); return 2; }
+    vt = tu_open_plugin(argv[1], &dev);
+    if (!vt->op_run) {
+        fprintf(stderr, "FAIL: the plugin has no op_run\n");
+        return 1;
+    }
+    stream = vt->default_stream(dev);
+    filter = argc > 2 ? argv[2] : NULL;
+
+    /* layernorm: atol 2e-5, rtol 2e-5 */
+    case_layernorm("layernorm_1x1", 1, 1, 0, 0, 0);
+    case_layernorm("layernorm_3x5", 3, 5, 0, 0, 0);
+    case_layernorm("layernorm_7x80", 7, 80, 0, 0, 0);
+    case_layernorm("layernorm_33x320_vec", 33, 320, 0, 0, 0);
+    case_layernorm("layernorm_5x1568_vec", 5, 1568, 0, 0, 0);
+    case_layernorm("layernorm_4x4100_scalar", 4, 4100, 0, 0, 0);
+    case_layernorm("layernorm_17x96_ld100", 17, 96, 4, 8, 0);
+    case_layernorm("layernorm_9x97_ld101", 9, 97, 4, 1, 0);
+    case_layernorm("layernorm_inplace_65x160", 65, 160, 0, 0, 1);
+    case_layernorm("layernorm_inplace_odd_ld", 11, 33, 2, 0, 1);
+    case_layernorm("layernorm_mv_50176x320", 50176, 320, 0, 0, 0);
+
+    /* dwconv1d + SiLU: atol 1e-5 sqrt(width) + 1e-6, rtol 1e-5 */
+    case_dwconv("dwconv_1x1x1_w1", 1, 1, 1, 1, 0);
+    case_dwconv("dwconv_L1_w3", 2, 5, 1, 3, 0);
+    case_dwconv("dwconv_L2_w3", 3, 33, 2, 3, 1);
+    case_dwconv("dwconv_w4_even", 2, 7, 29, 4, 2);
+    case_dwconv("dwconv_w5_chmajor", 1, 40, 130, 5, 1);
+    case_dwconv("dwconv_w40_direct", 2, 3, 70, 40, 0);
+    case_dwconv("dwconv_mv_160x196_b64", 64, 160, 196, 3, 0);
+    case_dwconv("dwconv_mv_320x49_b256", 256, 320, 49, 3, 0);
+    case_dwconv("dwconv_mv_tokmajor_both", 3, 97, 65, 3, 2);
+
+    /* attention: atol 1e-5, rtol 1e-4 */
+    case_attention("attention_1x1x1x1", 1, 1, 1, 1, 0);
+    case_attention("attention_L5_h3_d7", 2, 5, 3, 7, 0);
+    case_attention("attention_L64_d8", 1, 64, 2, 8, 0);
+    case_attention("attention_L65_d40", 3, 65, 2, 40, 0);
+    case_attention("attention_L196_h8_d40", 2, 196, 8, 40, 0);
+    case_attention("attention_L49_h16_d49", 2, 49, 16, 49, 0);
+    case_attention("attention_L130_d64", 1, 130, 2, 64, 0);
+    case_attention("attention_L33_d72_direct", 1, 33, 2, 72, 0);
+    case_attention("attention_L300_d32", 1, 300, 1, 32, 0);
+    case_attention("attention_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1);
+
+    /* window partition / reverse: exact */
+    case_window("window_1x1", 1, 1, 1, 1, 1);
+    case_window("window_pad_5x7_ws3", 2, 3, 5, 7, 3);
+    case_window("window_14x14_ws7_c33", 2, 33, 14, 14, 7);
+    case_window("window_17x9_ws8_c40", 1, 40, 17, 9, 8);
+    case_window("window_56x56_ws8_c64", 3, 64, 56, 56, 8);
+    case_window("window_mv_14x14_ws14_c320_b64", 64, 320, 14, 14, 14);
+
+    /* affine + average pool: atol 1e-5, rtol 1e-5 */
+    case_pool("pool_1x1x1", 1, 1, 1);
+    case_pool("pool_2x3x49", 2, 3, 49);
+    case_pool("pool_3x33x7", 3, 33, 7);
+    case_pool("pool_2x5x3136", 2, 5, 3136);
+    case_pool("pool_mv_256x640x49", 256, 640, 49);
+
+    /* linear: fp32 atol 2e-6 sqrt(K) + 1e-6, rtol 1e-5; fast (TF32) atol
+     * 1e-3 sqrt(K), rtol 5e-3. conv2d: atol 1e-6 sqrt(Cin k^2) + 1e-6, rtol 1e-5 */
+    run_gemm_cases();
+
+    /* the same GEMM cases on our own kernel (the HIP backend's path) */
+    vt->device_close(dev);
+    setenv("MVRT_CUDA_GEMM", "builtin", 1);
+    setenv("MVRT_HIP_GEMM", "builtin", 1);
+    if (vt->device_open(0, &dev) != MVRT_OK) {
+        fprintf(stderr, "FAIL: device_open(0) again: %s\n", tu_last_error);
+        return 1;
+    }
+    stream = vt->default_stream(dev);
+    gemm_mode = "builtin";
+    run_gemm_cases();
+    vt->device_close(dev);
+
+    printf("%s: %d of %d checks failed\n", fails ? "FAIL" : "PASS", fails, ran);
+    return fails ? 1 : 0;
+}
