@@ -8,7 +8,7 @@
  * argv[0] is "scan". Returns the process exit code. */
 int mvrt_bench_scan(int argc, char **argv);
 
-/* mvrt bench model|block [--backend NAME] [--quick]; argv[0] is "model" or
+/* mvrt bench model|block [--backend NAME] [--quick] [--profile] [--only TEXT]; argv[0] is "model" or
  * "block". MambaVision through graphs vs the PyTorch figures of ANCHORS.md. */
 int mvrt_bench_model(int argc, char **argv);
 

@@ -86,7 +86,59 @@ static int time_graph(mvrt_mr_t *mr, int reps, float *out_ms, char *err, size_t 
     return st == MVRT_OK ? 0 : -1;
 }
 
-static int run_row(const char *backend, const bench_row_t *row, int threads, int reps, float *out_ms,
+/* Per-op breakdown of one op-by-op run: totals per op kind, then the
+ * slowest ops. */
+static void print_profile(mvrt_mr_t *mr)
+{
+    size_t n = 0;
+    if (mvrt_graph_profile(mr->graph[0], mr->stream[0], NULL, 0, &n) != MVRT_OK) {
+        printf("    profile: %s\n", mvrt_last_error());
+        return;
+    }
+    mvrt_graph_op_profile_t *ops = calloc(n ? n : 1, sizeof *ops);
+    if (!ops || mvrt_graph_profile(mr->graph[0], mr->stream[0], ops, n, &n) != MVRT_OK) {
+        printf("    profile: %s\n", ops ? mvrt_last_error() : "out of memory");
+        free(ops);
+        return;
+    }
+    double total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ops[i].ms;
+    printf("    op-by-op run: %.3f ms over %zu ops (launch gaps included)\n", total, n);
+    char seen[32][16];
+    int kinds = 0;
+    for (size_t i = 0; i < n; i++) {
+        int k = 0;
+        while (k < kinds && strcmp(seen[k], ops[i].op) != 0)
+            k++;
+        if (k < kinds || kinds == 32)
+            continue;
+        snprintf(seen[kinds++], sizeof seen[0], "%s", ops[i].op);
+        double ms = 0, fl = 0;
+        int count = 0;
+        for (size_t j = i; j < n; j++)
+            if (!strcmp(ops[j].op, ops[i].op))
+                ms += ops[j].ms, fl += ops[j].flops, count++;
+        printf("    %-10s x%-4d %9.3f ms %5.1f %%", ops[i].op, count, ms, 100.0 * ms / total);
+        if (fl > 0)
+            printf("  %6.2f TFLOP/s", fl / (ms * 1e9));
+        printf("\n");
+    }
+    for (int top = 0; top < 10 && (size_t)top < n; top++) {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (ops[i].ms > ops[best].ms)
+                best = i;
+        printf("    #%-3zu %-10s %-40s %8.3f ms", best, ops[best].op, ops[best].shape, ops[best].ms);
+        if (ops[best].flops > 0)
+            printf("  %6.2f TFLOP/s", ops[best].flops / (ops[best].ms * 1e9));
+        printf("\n");
+        ops[best].ms = -1;
+    }
+    free(ops);
+}
+
+static int run_row(const char *backend, const bench_row_t *row, int threads, int reps, int profile, float *out_ms,
                    double *out_flops, char *err, size_t errlen)
 {
     mvrt_mr_spec_t spec;
@@ -118,6 +170,8 @@ static int run_row(const char *backend, const bench_row_t *row, int threads, int
     mvrt_graph_get_stats(mr.graph[0], &gs);
     *out_flops = gs.flops;
     int rc = time_graph(&mr, reps, out_ms, err, errlen);
+    if (rc == 0 && profile)
+        print_profile(&mr);
     mvrt_mr_close(&mr);
     return rc;
 }
@@ -125,14 +179,19 @@ static int run_row(const char *backend, const bench_row_t *row, int threads, int
 int mvrt_bench_model(int argc, char **argv)
 {
     const char *backend = "auto";
-    int quick = 0, want_model = !strcmp(argv[0], "model");
+    const char *only = NULL;
+    int quick = 0, profile = 0, want_model = !strcmp(argv[0], "model");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             backend = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--profile"))
+            profile = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else {
-            fprintf(stderr, "usage: mvrt bench %s [--backend NAME] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: mvrt bench %s [--backend NAME] [--quick] [--profile] [--only TEXT]\n", argv[0]);
             return 2;
         }
     }
@@ -161,18 +220,20 @@ int mvrt_bench_model(int argc, char **argv)
             continue;
         if (quick && row->batch > 64 && !on_cpu)
             continue;
+        if (only && !strstr(row->name, only))
+            continue;
         float ms = 0, ms1 = 0;
         double flops = 0;
         char err[1024];
         int reps = on_cpu ? 3 : (row->batch > 64 ? 20 : 200);
-        if (run_row(name, row, 0, reps, &ms, &flops, err, sizeof err) != 0) {
+        if (run_row(name, row, 0, reps, 0, &ms, &flops, err, sizeof err) != 0) {
             printf("%-40s ERROR: %s\n", row->name, err);
             failures++;
             continue;
         }
         printf("%-40s %10.3f %12.1f %9.2f", row->name, ms, (double)row->batch * 1e3 / ms, flops / (ms * 1e9));
         if (on_cpu) {
-            if (run_row(name, row, 1, reps, &ms1, &flops, err, sizeof err) == 0)
+            if (run_row(name, row, 1, reps, 0, &ms1, &flops, err, sizeof err) == 0)
                 printf(" %12s %9s (%.2f ms, %.2fx)\n", "-", "-", ms1, ms1 / ms);
             else
                 printf("  (1 thread: %s)\n", err);
@@ -182,6 +243,11 @@ int mvrt_bench_model(int argc, char **argv)
             if (row->target_ratio > 0)
                 printf(" (target %.2fx: %s)", row->target_ratio, ratio >= row->target_ratio ? "met" : "NOT met");
             printf("\n");
+        }
+        if (profile) {
+            float pms;
+            if (run_row(name, row, 0, 1, 1, &pms, &flops, err, sizeof err) != 0)
+                printf("    profile: %s\n", err);
         }
         fflush(stdout);
     }

@@ -4,6 +4,7 @@
  *   CPU: to the plain scalar loop (bench/scan_plain_loop.c) and to 1 thread;
  *   GPU: to the device's copy bandwidth and to the ANCHORS.md H100 figures.
  * Timing uses mvrt events (host timestamps on the CPU backend). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -325,6 +325,7 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
     c->out_channels = cout;
     c->out_h = (H + 2 - 3) / stride + 1, c->out_w = (W + 2 - 3) / stride + 1;
     c->x = x, c->y = y, c->residual = residual, c->activation = act;
+    c->math = b->g->opt.math;
     snprintf(leaf, sizeof leaf, "%s.weight", conv);
     c->weight = weight(b, prefix, leaf);
     if (has_bias) {
@@ -621,19 +622,13 @@ static mvrt_status_t check_io(const mvrt_graph_t *g, const char *what, const mvr
     return MVRT_OK;
 }
 
+static mvrt_status_t run_node(mvrt_graph_t *g, void *stream, const gnode_t *n, void *scratch);
+
 static mvrt_status_t run_nodes(mvrt_graph_t *g, void *stream)
 {
-    mvrt_backend_t *be = g->backend;
     void *scratch = g->scratch_bytes ? (char *)mvrt_buffer_data(g->workspace) + g->scratch_offset : NULL;
     for (size_t i = 0; i < g->count; i++) {
-        gnode_t *n = &g->nodes[i];
-        mvrt_status_t st;
-        if (n->type == NODE_OP)
-            st = be->vt->op_run(be->device, stream, &n->op, scratch);
-        else if (n->type == NODE_SCAN)
-            st = be->vt->scan_fwd(be->device, stream, &n->scan);
-        else
-            st = be->vt->copy_d2d(be->device, stream, n->dst, n->src, n->bytes);
+        mvrt_status_t st = run_node(g, stream, &g->nodes[i], scratch);
         if (st)
             return st;
     }
@@ -708,6 +703,134 @@ mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream, const m
             return st;
     }
     graph->runs++;
+    return MVRT_OK;
+}
+
+static void describe_node(const gnode_t *n, mvrt_graph_op_profile_t *r)
+{
+    static const char *const names[MVRT_OP_KIND_COUNT_] = {
+        "?", "layernorm", "linear", "dwconv1d", "attention", "conv2d", "win_part", "win_rev", "pool"};
+    memset(r, 0, sizeof *r);
+    if (n->type == NODE_COPY) {
+        snprintf(r->op, sizeof r->op, "copy");
+        snprintf(r->shape, sizeof r->shape, "%zu bytes", n->bytes);
+        return;
+    }
+    if (n->type == NODE_SCAN) {
+        const mvrt_scan_params_t *q = &n->scan;
+        snprintf(r->op, sizeof r->op, "scan");
+        snprintf(r->shape, sizeof r->shape, "b%lld D%lld L%lld N%lld", (long long)q->batch, (long long)q->dim,
+                 (long long)q->seqlen, (long long)q->dstate);
+        return;
+    }
+    const mvrt_op_params_t *o = &n->op;
+    const int k = (int)o->kind;
+    snprintf(r->op, sizeof r->op, "%s", k > 0 && k < MVRT_OP_KIND_COUNT_ ? names[k] : "?");
+    r->flops = op_flops(o);
+    switch (o->kind) {
+    case MVRT_OP_LAYERNORM:
+        snprintf(r->shape, sizeof r->shape, "%lld x %lld", (long long)o->u.layernorm.rows,
+                 (long long)o->u.layernorm.cols);
+        break;
+    case MVRT_OP_LINEAR: {
+        const mvrt_linear_params_t *l = &o->u.linear;
+        snprintf(r->shape, sizeof r->shape, "b%lld M%lld N%lld K%lld", (long long)l->batch, (long long)l->M,
+                 (long long)l->N, (long long)l->K);
+        break;
+    }
+    case MVRT_OP_DWCONV1D_SILU: {
+        const mvrt_dwconv1d_params_t *d = &o->u.dwconv1d;
+        snprintf(r->shape, sizeof r->shape, "b%lld C%lld L%lld w%d", (long long)d->batch, (long long)d->channels,
+                 (long long)d->length, d->width);
+        break;
+    }
+    case MVRT_OP_ATTENTION: {
+        const mvrt_attention_params_t *a = &o->u.attention;
+        snprintf(r->shape, sizeof r->shape, "b%lld L%lld h%d d%d", (long long)a->batch, (long long)a->length,
+                 a->heads, a->head_dim);
+        break;
+    }
+    case MVRT_OP_CONV2D: {
+        const mvrt_conv2d_params_t *c = &o->u.conv2d;
+        snprintf(r->shape, sizeof r->shape, "b%lld %lld->%lld %lldx%lld k%d s%d", (long long)c->batch,
+                 (long long)c->in_channels, (long long)c->out_channels, (long long)c->in_h, (long long)c->in_w,
+                 c->kernel, c->stride);
+        break;
+    }
+    case MVRT_OP_WINDOW_PARTITION:
+    case MVRT_OP_WINDOW_REVERSE: {
+        const mvrt_window_params_t *w = &o->u.window;
+        snprintf(r->shape, sizeof r->shape, "b%lld C%lld %lldx%lld w%d", (long long)w->batch,
+                 (long long)w->channels, (long long)w->height, (long long)w->width, w->window);
+        break;
+    }
+    case MVRT_OP_AFFINE_AVGPOOL: {
+        const mvrt_affine_avgpool_params_t *q = &o->u.pool;
+        snprintf(r->shape, sizeof r->shape, "b%lld C%lld S%lld", (long long)q->batch, (long long)q->channels,
+                 (long long)q->spatial);
+        break;
+    }
+    default: break;
+    }
+}
+
+static mvrt_status_t run_node(mvrt_graph_t *g, void *stream, const gnode_t *n, void *scratch)
+{
+    mvrt_backend_t *be = g->backend;
+    if (n->type == NODE_OP)
+        return be->vt->op_run(be->device, stream, &n->op, scratch);
+    if (n->type == NODE_SCAN)
+        return be->vt->scan_fwd(be->device, stream, &n->scan);
+    return be->vt->copy_d2d(be->device, stream, n->dst, n->src, n->bytes);
+}
+
+mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *stream, mvrt_graph_op_profile_t *out_ops,
+                                 size_t capacity, size_t *out_count)
+{
+    static const char fn[] = "mvrt_graph_profile";
+    if (!graph || !out_count)
+        return mvrt_error_set(INVALID, "%s: %s is NULL", fn, !graph ? "graph" : "out_count");
+    if (capacity && !out_ops)
+        return mvrt_error_set(INVALID, "%s: out_ops is NULL with capacity %zu", fn, capacity);
+    mvrt_backend_t *be = graph->backend;
+    if (stream && stream->backend != be)
+        return mvrt_error_set(INVALID, "%s: stream is on backend %s, the graph on %s", fn, stream->backend->name,
+                              be->name);
+    if (!be->vt->event_create || !be->vt->event_record || !be->vt->event_elapsed_ms)
+        return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: backend %s has no timing events", fn, be->name);
+    void *s = mvrt_stream_handle_for(be, stream);
+    void *scratch = graph->scratch_bytes ? (char *)mvrt_buffer_data(graph->workspace) + graph->scratch_offset : NULL;
+    const size_t n = graph->count;
+    void **ev = calloc(n + 1, sizeof *ev);
+    if (!ev)
+        return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu event handles", fn, n + 1);
+    mvrt_status_t st = MVRT_OK;
+    size_t made = 0;
+    for (; made <= n && st == MVRT_OK; made++)
+        st = be->vt->event_create(be->device, &ev[made]);
+    if (st != MVRT_OK)
+        made--; /* the failed one holds nothing */
+    if (st == MVRT_OK)
+        st = be->vt->event_record(be->device, ev[0], s);
+    for (size_t i = 0; i < n && st == MVRT_OK; i++) {
+        st = run_node(graph, s, &graph->nodes[i], scratch);
+        if (st == MVRT_OK)
+            st = be->vt->event_record(be->device, ev[i + 1], s);
+    }
+    if (st == MVRT_OK)
+        st = be->vt->event_synchronize(be->device, ev[n]);
+    for (size_t i = 0; i < n && i < capacity && st == MVRT_OK; i++) {
+        float ms = 0.f;
+        st = be->vt->event_elapsed_ms(be->device, ev[i], ev[i + 1], &ms);
+        describe_node(&graph->nodes[i], &out_ops[i]);
+        out_ops[i].ms = ms;
+    }
+    for (size_t i = 0; i < made; i++)
+        be->vt->event_destroy(be->device, ev[i]);
+    free(ev);
+    if (st != MVRT_OK)
+        return st;
+    *out_count = n;
     return MVRT_OK;
 }
 

@@ -556,7 +556,7 @@ static mvrt_status_t model_create(const char *fn, mvrt_backend_t *backend, const
         m->torch_count = ld.torch_count;
         m->weight_bytes = ld.host_len * sizeof(float);
         st = mvrt_buffer_alloc(backend, m->weight_bytes ? m->weight_bytes : 256, &m->weights);
-        if (st == MVRT_OK)
+        if (st == MVRT_OK && m->weight_bytes) /* a config may have no parameters */
             st = mvrt_copy_host_to_device(NULL, m->weights, 0, ld.host, m->weight_bytes);
         if (st == MVRT_OK)
             st = backend->vt->stream_synchronize(backend->device, backend->vt->default_stream(backend->device));

@@ -139,6 +139,8 @@ static mvrt_status_t j_number(jparser_t *p, double *out)
     double v = strtod(p->s, &end);
     if (end == p->s)
         return j_fail(p, "expected a value");
+    if (!isfinite(v)) /* strtod takes nan/inf, and 1e999 overflows: not JSON numbers */
+        return j_fail(p, "expected a finite number");
     p->s = end;
     *out = v;
     return MVRT_OK;
@@ -236,6 +238,17 @@ static mvrt_status_t j_int(const char *key, const jvalue_t *v, int *dst)
         return mvrt_error_set(INVALID, "mvrt_model_config_from_json: \"%s\" = %g is not a whole number",
                               key, v->num);
     *dst = (int)v->num;
+    return MVRT_OK;
+}
+
+/* A size or index from an array element: a whole number of at most 1e9 in
+ * magnitude (negative sizes are kept for the graph options to reject). */
+static mvrt_status_t j_whole(const char *key, int i, double x, int64_t *dst)
+{
+    if (x != floor(x) || fabs(x) > 1e9)
+        return mvrt_error_set(INVALID, "mvrt_model_config_from_json: \"%s\"[%d] = %g is not a whole number",
+                              key, i, x);
+    *dst = (int64_t)x;
     return MVRT_OK;
 }
 
@@ -348,9 +361,12 @@ mvrt_status_t mvrt_model_config_from_json(const char *json, mvrt_model_config_t 
                 if (v.type != J_ARR)
                     st = mvrt_error_set(INVALID, "mvrt_model_config_from_json: \"transformer_blocks\" must be an array");
                 else {
+                    int64_t tb = -1;
                     have_transformer_blocks = 1;
-                    first_tb = v.arr_len ? (int)v.arr[0] : -1;
-                    for (int i = 1; i < v.arr_len && i < 16; i++)
+                    if (v.arr_len)
+                        st = j_whole(key, 0, v.arr[0], &tb);
+                    first_tb = (int)tb;
+                    for (int i = 1; !st && i < v.arr_len && i < 16; i++)
                         if (v.arr[i] != v.arr[i - 1] + 1)
                             st = mvrt_error_set(INVALID,
                                                 "mvrt_model_config_from_json: \"transformer_blocks\" must be consecutive indices ending the stage");
@@ -364,12 +380,12 @@ mvrt_status_t mvrt_model_config_from_json(const char *json, mvrt_model_config_t 
                 st = j_int(key, &v, &t);
                 tokens = t;
             } else if (strcmp(key, "input") == 0 && v.type == J_ARR && v.arr_len == 4) {
-                batch = (int64_t)v.arr[0];
-                height = (int64_t)v.arr[2];
-                width = (int64_t)v.arr[3];
+                if (!(st = j_whole(key, 0, v.arr[0], &batch)) &&
+                    !(st = j_whole(key, 2, v.arr[2], &height)))
+                    st = j_whole(key, 3, v.arr[3], &width);
             } else if (strcmp(key, "image") == 0 && v.type == J_ARR && v.arr_len == 2) {
-                height = (int64_t)v.arr[0];
-                width = (int64_t)v.arr[1];
+                if (!(st = j_whole(key, 0, v.arr[0], &height)))
+                    st = j_whole(key, 1, v.arr[1], &width);
             }
             if (st)
                 return st;

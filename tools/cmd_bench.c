@@ -9,7 +9,7 @@ static void bench_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype f32|f16|bf16]\n"
-            "       mvrt bench model|block [--backend NAME] [--quick]\n"
+            "       mvrt bench model|block [--backend NAME] [--quick] [--profile] [--only TEXT]\n"
             "  scan   selective scan forward + backward on the shared/ANCHORS.md shapes\n"
             "  model  MambaVision-T/B networks through graphs vs PyTorch (ANCHORS.md)\n"
             "  block  MambaVision stage-3 blocks through graphs vs PyTorch (ANCHORS.md)\n");

@@ -1,4 +1,5 @@
 /* Batch runner over one or several devices (contract: model_run.h). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -560,6 +560,8 @@ static mvrt_status_t mvrt_gpu_op_run_entry(void *device, void *stream, const mvr
         return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT,
                                          MVRT_GPU_NAME ": op kind %d needs %zu bytes of scratch, got none", p->kind,
                                          mvrt_gpu_op_scratch(p));
+    case MVRT_GPU_OP_TOO_LARGE:
+        return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED, MVRT_GPU_NAME ": %s", msg);
     case MVRT_GPU_OP_BLAS:
         (void)gpuGetLastError();
         return mvrt_gpu_host->set_error(MVRT_ERR_DEVICE, MVRT_GPU_NAME ": op kind %d: %s", p->kind, msg);

@@ -8,6 +8,7 @@
  * activation / residual; otherwise (HIP, or the hook declining the sizes)
  * our own sgemm_kernel with the epilogue fused. */
 #include "mv_gpu_launch.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,26 +73,42 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     if (c.scratch > 0 && !scratch) return MVRT_GPU_OP_NO_SCRATCH;
     const int64_t in_img = p.in_channels * p.in_h * p.in_w;
     const int64_t out_img = p.out_channels * c.nsp;
-    for (int64_t b0 = 0; b0 < p.batch; b0 += c.chunk) {
-        const int64_t nb = p.batch - b0 < c.chunk ? p.batch - b0 : c.chunk;
+    if (c.direct) {
+        /* 1x1: X is X_col; one batched GEMM with the epilogue fused */
         gemm_args g;
-        g.batch = nb; g.M = p.out_channels; g.N = c.nsp; g.K = c.kdim;
+        g.batch = p.batch; g.M = p.out_channels; g.N = c.nsp; g.K = c.kdim;
         g.A = p.weight; g.lda = c.kdim; g.sa = 0; g.ta = 0;
-        if (c.direct) {
-            g.B = p.x + b0 * in_img;
-        } else {
-            const gpuError_t e = launch_im2col(p, c, b0, nb, (float *)scratch, s);
-            if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
-            g.B = (const float *)scratch;
-        }
-        g.ldb = c.nsp; g.sb = c.kdim * c.nsp; g.tb = 0;
-        g.Y = p.y + b0 * out_img; g.ldy = c.nsp; g.sy = out_img;
+        g.B = p.x; g.ldb = c.nsp; g.sb = in_img; g.tb = 0;
+        g.Y = p.y; g.ldy = c.nsp; g.sy = out_img;
         g.bias = p.bias; g.bias_per_row = 1;
-        g.R = p.residual ? p.residual + b0 * out_img : nullptr; g.ldr = c.nsp; g.sr = out_img;
+        g.R = p.residual; g.ldr = c.nsp; g.sr = out_img;
         g.act = p.activation;
         g.beta = 0.f;
-        const int rc = run_gemm(g, MVRT_MATH_FP32, ctx, s, err, msg, msg_n);
+        return run_gemm(g, p.math, ctx, s, err, msg, msg_n);
+    }
+    /* im2col_kernel indexes one image's pixels with 32-bit integers */
+    if (c.nsp > INT32_MAX || p.in_h * p.in_w > INT32_MAX) {
+        snprintf(msg, msg_n, "conv2d: images of 2^31 pixels or more are not supported");
+        return MVRT_GPU_OP_TOO_LARGE;
+    }
+    float *col = (float *)scratch, *T = col + c.col_floats;
+    for (int64_t b0 = 0; b0 < p.batch; b0 += c.chunk) {
+        const int64_t nb = p.batch - b0 < c.chunk ? p.batch - b0 : c.chunk;
+        gpuError_t e = launch_im2col(p, c, b0, nb, col, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        gemm_args g;
+        g.batch = 1; g.M = p.out_channels; g.N = nb * c.nsp; g.K = c.kdim;
+        g.A = p.weight; g.lda = c.kdim; g.sa = 0; g.ta = 0;
+        g.B = col; g.ldb = nb * c.nsp; g.sb = 0; g.tb = 0;
+        g.Y = T; g.ldy = nb * c.nsp; g.sy = 0;
+        g.bias = nullptr; g.bias_per_row = 1;
+        g.R = nullptr; g.ldr = 0; g.sr = 0;
+        g.act = MVRT_ACT_NONE;
+        g.beta = 0.f;
+        const int rc = run_gemm(g, p.math, ctx, s, err, msg, msg_n);
         if (rc != MVRT_GPU_OP_OK) return rc;
+        e = launch_conv_gather(p, c, b0, nb, T, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     }
     return MVRT_GPU_OP_OK;
 }

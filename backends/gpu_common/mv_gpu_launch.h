@@ -49,7 +49,8 @@ enum {
     MVRT_GPU_OP_UNSUPPORTED = 1, /* unknown kind */
     MVRT_GPU_OP_NO_SCRATCH = 2,  /* scratch needed but NULL */
     MVRT_GPU_OP_LAUNCH = 3,      /* a launch failed: *out_err holds the vendor error */
-    MVRT_GPU_OP_BLAS = 4         /* the vendor BLAS failed: msg says how */
+    MVRT_GPU_OP_BLAS = 4,        /* the vendor BLAS failed: msg says how */
+    MVRT_GPU_OP_TOO_LARGE = 5    /* sizes beyond what the kernels index: msg says which */
 };
 
 /* Bytes of scratch mvrt_gpu_op_run needs for p (a pure function of the

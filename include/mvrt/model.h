@@ -150,6 +150,24 @@ typedef struct mvrt_graph_stats {
 
 MVRT_API mvrt_status_t mvrt_graph_get_stats(const mvrt_graph_t *graph, mvrt_graph_stats_t *out_stats);
 
+/* Where a run's time goes: one record per op of the graph, in run order. */
+typedef struct mvrt_graph_op_profile {
+    char op[16];      /* "linear", "conv2d", "scan", "layernorm", "copy", ... */
+    char shape[48];   /* the problem size, e.g. "b256 M80 N3136 K720" */
+    double flops;     /* as in mvrt_graph_stats_t (0 for memory-bound ops) */
+    double ms;        /* time between events recorded around the op */
+} mvrt_graph_op_profile_t;
+
+/* Runs the graph once op by op (never the captured graph) on `stream` with
+ * an event before and after every op, waits for it, and writes up to
+ * `capacity` records to `out_ops` (may be NULL with capacity 0) and the
+ * graph's op count to *out_count. Blocking; for diagnosis, not for
+ * serving: on GPUs each op's time includes its launch gap. The results in
+ * the graph's output are those of a normal run. */
+MVRT_API mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *stream,
+                                          mvrt_graph_op_profile_t *out_ops, size_t capacity,
+                                          size_t *out_count);
+
 #ifdef __cplusplus
 }
 #endif

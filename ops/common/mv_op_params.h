@@ -130,6 +130,7 @@ typedef struct mvrt_conv2d_params {
     const float *residual;
     float *y;
     int activation;   /* mvrt_activation_t */
+    int math;         /* mvrt_math_mode_t of the GEMM (GPU; the CPU computes in fp32) */
 } mvrt_conv2d_params_t;
 
 /* Window partition and its reverse (MambaVision's window_partition /

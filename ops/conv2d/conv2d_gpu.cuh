@@ -1,15 +1,21 @@
 /* GPU side of the 2-D convolution (ops/common/mv_op_params.h), compiled by
  * nvcc and by clang as HIP through backends/gpu_common/mv_gpu_launch.cu.
  *
- * A conv2d is im2col + GEMM: per image, the (Cin*k*k, Hout*Wout) patch
- * matrix X_col is written to the op's scratch, and
- *     Y_b (Cout, Hout*Wout) = W (Cout, Cin*k*k) . X_col_b
- * is one batched GEMM (cuBLAS on CUDA, our sgemm_kernel on HIP) whose
- * epilogue adds the bias (per row = output channel), the activation and the
- * residual. The images are processed in chunks whose patch matrices fit
- * MVRT_CONV_SCRATCH_CAP (one image at least), so the scratch stays bounded
- * at any batch; op_scratch_size reports chunk * per-image bytes. A 1x1,
- * stride-1, unpadded convolution needs no patch matrix: X itself is X_col.
+ * A conv2d is im2col + one wide GEMM per chunk of images: the patch
+ * matrices of the chunk's nb images sit side by side in the scratch,
+ *     X_col (Cin*k*k, nb*Hout*Wout),  column img*Hout*Wout + sp,
+ * so that
+ *     T (Cout, nb*Hout*Wout) = W (Cout, Cin*k*k) . X_col
+ * is a single well-shaped GEMM (cuBLAS on CUDA, our sgemm_kernel on HIP);
+ * Cout is small in MambaVision (80..320) and one GEMM per image would leave
+ * most of the GPU idle (measured on an H100: 10-16 TFLOP/s per-image
+ * batched against ~35 wide). T, channel-major, also lives in the scratch; a
+ * gather kernel writes Y (nb, Cout, Hout*Wout) with the bias (per output
+ * channel), the activation and the residual. Chunks are sized so that
+ * X_col + T fit MVRT_CONV_SCRATCH_CAP (one image at least), so the scratch
+ * stays bounded at any batch; op_scratch_size reports chunk * per-image
+ * bytes. A 1x1, stride-1, unpadded convolution needs no patch matrix: it is
+ * one batched GEMM over X itself with the epilogue fused.
  *
  * This header holds the im2col kernel and the chunk planning (a pure
  * function of the sizes, shared by the scratch query and the run). */
@@ -18,6 +24,7 @@
 
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
+#include "../linear/linear_gpu.cuh" /* act_apply */
 #include <stdint.h>
 
 namespace mvrt_mv_gpu {
@@ -29,7 +36,8 @@ struct conv2d_plan {
     int64_t nsp;       /* Hout * Wout: the GEMM's N */
     int direct;        /* 1x1, stride 1, pad 0: no patch matrix */
     int64_t chunk;     /* images per GEMM */
-    int64_t scratch;   /* bytes */
+    int64_t scratch;   /* bytes: X_col then T */
+    int64_t col_floats; /* X_col's size for a full chunk (T follows it) */
 };
 
 static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p)
@@ -41,39 +49,57 @@ static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p)
     if (c.direct || p.batch <= 0 || c.kdim <= 0 || c.nsp <= 0) {
         c.chunk = p.batch > 0 ? p.batch : 0;
         c.scratch = 0;
+        c.col_floats = 0;
         return c;
     }
-    const int64_t per_image = c.kdim * c.nsp * (int64_t)sizeof(float);
+    const int64_t per_image = (c.kdim + p.out_channels) * c.nsp * (int64_t)sizeof(float);
     int64_t chunk = MVRT_CONV_SCRATCH_CAP / per_image;
     if (chunk < 1) chunk = 1;
     if (chunk > p.batch) chunk = p.batch;
     if (chunk > 65535) chunk = 65535;
     c.chunk = chunk;
     c.scratch = chunk * per_image;
+    c.col_floats = chunk * c.kdim * c.nsp;
     return c;
 }
 
-/* col[(img, kk, sp)] for images b0 .. b0 + nb - 1: blockIdx.x/threadIdx.x
- * over output positions (coalesced stores), y over kk = (c*k + pi)*k + qi,
- * z over images; all grid-stride. */
-__global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb, float *col)
+/* col[kk * (nb * nsp) + img * nsp + sp] for images b0 .. b0 + nb - 1,
+ * kk = (c*k + pi)*k + qi. One thread per (image, channel, output position)
+ * writes the k*k patch rows of that channel (coalesced along sp), so the
+ * position's (i, j) is found once per k*k elements. The row/column split
+ * of sp avoids an integer division (slow on GPUs; the 64-bit one made this
+ * kernel slower than the GEMM after it): i = sp * (1/out_w) in float, off
+ * by at most one below 2^24 positions per image and corrected in any case.
+ * 32-bit positions: the launcher declines images of 2^31 pixels or more. Grid: x over positions, y over channels, z over
+ * images; all grid-stride. */
+__global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb, float *col,
+                                                     float inv_out_w)
 {
-    const int k = p.kernel;
-    const int64_t kdim = p.in_channels * k * k;
-    const int64_t nsp = p.out_h * p.out_w;
+    const int k = p.kernel, stride = p.stride, pad = p.pad;
+    const int out_w = (int)p.out_w, in_h = (int)p.in_h, in_w = (int)p.in_w;
+    const int nsp = (int)(p.out_h * p.out_w);
+    const int64_t row = nb * (int64_t)nsp; /* leading dimension of col */
     for (int64_t img = blockIdx.z; img < nb; img += gridDim.z) {
-        const float *x = p.x + (b0 + img) * p.in_channels * p.in_h * p.in_w;
-        float *cimg = col + img * kdim * nsp;
-        for (int64_t kk = blockIdx.y; kk < kdim; kk += gridDim.y) {
-            const int64_t c = kk / (k * k);
-            const int r = (int)(kk - c * k * k);
-            const int pi = r / k, qi = r - pi * k;
-            const float *xc = x + c * p.in_h * p.in_w;
-            float *crow = cimg + kk * nsp;
-            for (int64_t sp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; sp < nsp; sp += (int64_t)gridDim.x * blockDim.x) {
-                const int64_t i = sp / p.out_w, j = sp - i * p.out_w;
-                const int64_t yy = i * p.stride + pi - p.pad, xx = j * p.stride + qi - p.pad;
-                crow[sp] = (yy >= 0 && yy < p.in_h && xx >= 0 && xx < p.in_w) ? xc[yy * p.in_w + xx] : 0.f;
+        const float *ximg = p.x + (b0 + img) * p.in_channels * in_h * in_w;
+        for (int64_t c = blockIdx.y; c < p.in_channels; c += gridDim.y) {
+            const float *xc = ximg + c * in_h * in_w;
+            float *cbase = col + c * k * k * row + img * nsp;
+            for (int sp = blockIdx.x * blockDim.x + threadIdx.x; sp < nsp; sp += gridDim.x * blockDim.x) {
+                int i = __float2int_rz((float)sp * inv_out_w);
+                int j = sp - i * out_w;
+                while (j < 0) { i--; j += out_w; }
+                while (j >= out_w) { i++; j -= out_w; }
+                const int y0 = i * stride - pad, x0 = j * stride - pad;
+                float *dst = cbase + sp;
+                for (int pi = 0; pi < k; pi++) {
+                    const int yy = y0 + pi;
+                    const bool yin = yy >= 0 && yy < in_h;
+                    for (int qi = 0; qi < k; qi++) {
+                        const int xx = x0 + qi;
+                        *dst = (yin && xx >= 0 && xx < in_w) ? xc[yy * in_w + xx] : 0.f;
+                        dst += row;
+                    }
+                }
             }
         }
     }
@@ -83,9 +109,41 @@ static inline mvrt_gpu_error_t launch_im2col(const mvrt_conv2d_params_t &p, cons
                                              int64_t nb, float *col, mvrt_gpu_stream_t s)
 {
     const int64_t bx = (c.nsp + 255) / 256;
-    dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)(c.kdim < 65535 ? c.kdim : 65535),
+    dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)(p.in_channels < 65535 ? p.in_channels : 65535),
               (unsigned)(nb < 65535 ? nb : 65535));
-    im2col_kernel<<<grid, 256, 0, s>>>(p, b0, nb, col);
+    im2col_kernel<<<grid, 256, 0, s>>>(p, b0, nb, col, 1.0f / (float)p.out_w);
+    return mvrt_gpu_get_last_error();
+}
+
+/* y[(b0 + img), co, sp] = act(T[co, img * nsp + sp] + bias[co]) + R[...]:
+ * x over sp (coalesced on both sides), y over co, z over images. */
+__global__ void __launch_bounds__(256) conv_gather_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb,
+                                                          const float *T)
+{
+    const int64_t nsp = p.out_h * p.out_w, cout = p.out_channels;
+    for (int64_t img = blockIdx.z; img < nb; img += gridDim.z)
+        for (int64_t co = blockIdx.y; co < cout; co += gridDim.y) {
+            const float *t = T + co * nb * nsp + img * nsp;
+            const int64_t off = ((b0 + img) * cout + co) * nsp;
+            float *y = p.y + off;
+            const float *r = p.residual ? p.residual + off : nullptr;
+            const float bias = p.bias ? p.bias[co] : 0.f;
+            for (int64_t sp = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; sp < nsp;
+                 sp += (int64_t)gridDim.x * blockDim.x) {
+                float v = act_apply(p.activation, t[sp] + bias);
+                if (r) v += r[sp];
+                y[sp] = v;
+            }
+        }
+}
+
+static inline mvrt_gpu_error_t launch_conv_gather(const mvrt_conv2d_params_t &p, const conv2d_plan &c, int64_t b0,
+                                                  int64_t nb, const float *T, mvrt_gpu_stream_t s)
+{
+    const int64_t bx = (c.nsp + 255) / 256;
+    dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)(p.out_channels < 65535 ? p.out_channels : 65535),
+              (unsigned)(nb < 65535 ? nb : 65535));
+    conv_gather_kernel<<<grid, 256, 0, s>>>(p, b0, nb, T);
     return mvrt_gpu_get_last_error();
 }
 

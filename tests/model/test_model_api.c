@@ -305,6 +305,37 @@ static void test_network_graphs(mvrt_backend_t *be)
     mvrt_graph_stats_t gs;
     CHECK_OK(mvrt_graph_get_stats(g3, &gs));
     CHECK(gs.nodes > 20 && gs.workspace_bytes > 0 && gs.runs >= 5 && gs.flops > 0);
+    {
+        /* Profile: one record per op, FLOPs adding up to the graph's, and
+         * the output of a normal run (op by op, same kernels). */
+        size_t count = 0, cap = (size_t)gs.nodes;
+        mvrt_graph_op_profile_t *prof = calloc(cap, sizeof *prof);
+        CHECK_OK(run_host(g3, s, in, a));
+        CHECK_OK(mvrt_graph_profile(g3, s, prof, cap, &count));
+        CHECK(count == cap);
+        double fl = 0;
+        int sane = 1;
+        for (size_t i = 0; i < count && i < cap; i++) {
+            fl += prof[i].flops;
+            sane &= prof[i].op[0] != 0 && prof[i].ms >= 0 && isfinite(prof[i].ms);
+        }
+        CHECK(sane);
+        CHECK(fabs(fl - gs.flops) <= 1e-9 * gs.flops);
+        mvrt_tensor_t to;
+        CHECK_OK(mvrt_graph_output(g3, &to));
+        CHECK_OK(mvrt_copy_device_to_host(s, b, to.buffer, to.offset, (size_t)nout * 4));
+        CHECK_OK(mvrt_stream_synchronize(s));
+        CHECK(memcmp(a, b, (size_t)nout * 4) == 0);
+        /* fewer records than ops: the count is still the op count */
+        count = 0;
+        CHECK_OK(mvrt_graph_profile(g3, s, prof, 2, &count));
+        CHECK(count == cap);
+        CHECK_OK(mvrt_graph_profile(g3, NULL, NULL, 0, &count));
+        CHECK_ERR(mvrt_graph_profile(g3, s, NULL, 4, &count), MVRT_ERR_INVALID_ARGUMENT, "out_ops");
+        CHECK_ERR(mvrt_graph_profile(g3, s, prof, cap, NULL), MVRT_ERR_INVALID_ARGUMENT, "out_count");
+        CHECK_ERR(mvrt_graph_profile(NULL, s, prof, cap, &count), MVRT_ERR_INVALID_ARGUMENT, "graph");
+        free(prof);
+    }
     free(in), free(a), free(b), free(one), free(c1), free(c2);
 done:
     mvrt_stream_destroy(s);

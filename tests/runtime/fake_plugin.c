@@ -1,7 +1,7 @@
 /* Fake backend plugins for the loader tests, one module per FAKE_MODE:
  *   FAKE_GOOD        a working plugin with 2 "devices" over host memory and
  *                    no scan (NULL entries: the op is unsupported)
- *   FAKE_ABI         returns a vtable claiming ABI version 2
+ *   FAKE_ABI         returns a vtable claiming the next ABI version (ours + 1)
  *   FAKE_NO_ENTRY    exports a different symbol only
  *   FAKE_PROBE_FAIL  probe reports that the vendor driver is missing
  *   FAKE_NULL_VTABLE the entry point refuses (returns NULL with a reason)

@@ -1,7 +1,12 @@
 """The op library as built: its dynamic dependencies, its RPATH, and the
 kernels it registers (CPU for float16/bfloat16/float32/float64, GPU for
 float16/bfloat16/float32 — the GPU ones are compiled and registered with any
-TensorFlow wheel but only run under a GPU build of TensorFlow)."""
+TensorFlow wheel but only run under a GPU build of TensorFlow).
+
+Two layouts: bundled (pip install ./tf_plugin, or the whole tree's build:
+libmvrt and the plugins next to the op library, RPATH $ORIGIN) and against
+an installed mvrt (MVRT_PREFIX=... pip install ./tf_plugin: libmvrt and the
+plugins stay in the prefix's libdir, which the RPATH names)."""
 import os
 import shutil
 import subprocess
@@ -10,6 +15,19 @@ import pytest
 from tensorflow.python.framework import kernels
 
 import mvrt_tf
+
+
+def _mvrt_libdir():
+    """Where libmvrt and the backend plugins are: the installed prefix's
+    libdir (a wheel built against a prefix records it; a standalone build
+    tree passes it as MVRT_TF_MVRT_LIBDIR), else next to the op library."""
+    try:
+        from mvrt_tf import _build_info
+        if getattr(_build_info, "MVRT_LIBDIR", None):
+            return _build_info.MVRT_LIBDIR
+    except ImportError:
+        pass
+    return os.environ.get("MVRT_TF_MVRT_LIBDIR") or os.path.dirname(mvrt_tf.library_path)
 
 
 def _dynamic_section(path):
@@ -27,12 +45,19 @@ def test_needed_entries_and_rpath():
     # the CUDA runtime and the backend plugins are never linked: plugins are
     # loaded at run time by libmvrt
     assert not any("cuda" in n or "backend" in n or "python" in n for n in needed), needed
-    assert "$ORIGIN" in dyn  # libmvrt is found next to the op library
+    libdir = _mvrt_libdir()
+    if libdir == os.path.dirname(mvrt_tf.library_path):
+        assert "$ORIGIN" in dyn  # libmvrt is found next to the op library
+    else:
+        runpath = [line for line in dyn.splitlines() if "RUNPATH" in line or "RPATH" in line]
+        assert any(libdir in line for line in runpath), (libdir, runpath)
+    # the libmvrt the op library resolves is that one (not another install)
+    assert os.path.exists(os.path.join(libdir, next(n for n in needed
+                                                    if n.startswith("libmvrt.so"))))
 
 
 def test_backend_plugin_next_to_libmvrt():
-    here = os.path.dirname(mvrt_tf.library_path)
-    assert os.path.exists(os.path.join(here, "libmvrt_backend_cpu.so"))
+    assert os.path.exists(os.path.join(_mvrt_libdir(), "libmvrt_backend_cpu.so"))
 
 
 def test_registered_kernels():

@@ -1,5 +1,5 @@
-"""The TensorFlow examples in tf_plugin/README.md and in the top-level
-README.md run as written."""
+"""The TensorFlow examples in tf_plugin/README.md, the top-level README.md
+and docs/tensorflow.md run as written."""
 import os
 import re
 
@@ -21,3 +21,19 @@ def test_readme_example_runs(README):
     assert scope["out"].shape == (2, 16, 49)
     assert scope["last_state"].shape == (2, 16, 8)
     assert all(g is not None for g in (scope["du"], scope["dA"], scope["dD"]))
+
+
+def test_tensorflow_guide_examples_run():
+    """docs/tensorflow.md: its python blocks, in order, in one scope."""
+    guide = os.path.join(_HERE, "..", "..", "docs", "tensorflow.md")
+    if not os.path.exists(guide):
+        pytest.skip("docs/tensorflow.md not shipped here")
+    with open(guide) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert len(blocks) >= 3, "docs/tensorflow.md lost its examples"
+    scope = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, "docs/tensorflow.md example %d" % (i + 1), "exec"), scope)
+    assert scope["out"].shape == (2, 16, 49)
+    assert all(g is not None for g in (scope["du"], scope["dA"], scope["dD"]))
+    assert scope["model"].output_shape == (None, 10)

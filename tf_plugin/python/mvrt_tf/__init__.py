@@ -22,4 +22,9 @@ __all__ = [
     "library_path",
     "raw_ops",
 ]
-__version__ = "0.1.0"
+try:  # an installed package: its version is mvrt's (include/mvrt/core.h)
+    from importlib.metadata import version as _dist_version
+    from . import _build_info  # noqa: F401  (written into installed packages only)
+    __version__ = _dist_version("mvrt-tf")
+except ImportError:  # a build tree on PYTHONPATH
+    __version__ = "0+unknown"

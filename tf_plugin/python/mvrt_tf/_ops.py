@@ -2,9 +2,12 @@
 
 The library (libmvrt_tf_ops.so) lives next to this file in an installed
 package; MVRT_TF_OPS_LIBRARY overrides the path (the build tree's tests use
-it). libmvrt and its backend plugins are found through the library's RPATH
-($ORIGIN): no environment variable and no preloading is needed.
+it). libmvrt and its backend plugins are found through the library's RPATH:
+next to it ($ORIGIN) in the bundled package, or in the libdir of the
+installed mvrt the package was built against (MVRT_PREFIX). No environment
+variable and no preloading is needed.
 """
+import glob
 import os
 
 import tensorflow as tf
@@ -31,7 +34,23 @@ def _check_tf_version():
             "reinstall mvrt_tf against this TensorFlow" % (_build_info.TF_VERSION, tf.__version__))
 
 
+def _check_mvrt_libdir():
+    """A package built against an installed mvrt uses that prefix's libmvrt:
+    say so plainly when the prefix has gone (instead of a loader error)."""
+    try:
+        from . import _build_info
+    except ImportError:
+        return
+    libdir = getattr(_build_info, "MVRT_LIBDIR", None)
+    if libdir and not glob.glob(os.path.join(glob.escape(libdir), "libmvrt.so.*")):
+        raise ImportError(
+            "mvrt_tf was built against the mvrt installed in %s, which no longer holds "
+            "libmvrt; reinstall mvrt there or rebuild mvrt_tf (MVRT_PREFIX=<prefix> "
+            "pip install ./tf_plugin)" % libdir)
+
+
 _check_tf_version()
+_check_mvrt_libdir()
 library_path = _library_path()
 if not os.path.exists(library_path):
     raise ImportError("mvrt_tf: op library not found at %s (set MVRT_TF_OPS_LIBRARY or "
