@@ -364,7 +364,7 @@ static mvrt_status_t open_slot(size_t si, int index, const char *spec,
                               "mvrt_backend_open: spec \"%s\": device index %d out of range; "
                               "backend '%s' has %d device(s) (valid: 0..%d)",
                               spec, index, s->name, s->device_count, s->device_count - 1);
-    mvrt_backend_t *b = calloc(1, sizeof *b);
+    mvrt_backend_t *b = mvrt_rt_calloc(1, sizeof *b);
     if (!b)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY,
                               "mvrt_backend_open: out of host memory (%zu bytes)", sizeof *b);

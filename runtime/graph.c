@@ -102,7 +102,7 @@ static gnode_t *add_node(builder_t *b, int type)
     mvrt_graph_t *g = b->g;
     if (g->count == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 64;
-        gnode_t *n = realloc(g->nodes, cap * sizeof *n);
+        gnode_t *n = mvrt_rt_realloc(g->nodes, cap * sizeof *n);
         if (!n) {
             b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
             return memset(&dummy, 0, sizeof dummy);
@@ -471,8 +471,9 @@ static mvrt_status_t io_shapes(mvrt_graph_t *g)
     static const char fn[] = "mvrt_graph_create";
     if (o->batch < 1 || o->batch > (1 << 24))
         return mvrt_error_set(INVALID, "%s: options->batch = %lld out of range [1, 2^24]", fn, (long long)o->batch);
-    if (o->math != 0 && o->math != 1)
-        return mvrt_error_set(INVALID, "%s: options->math = %d (0 exact fp32, 1 fast)", fn, o->math);
+    if (o->math < 0 || o->math > 2)
+        return mvrt_error_set(INVALID, "%s: options->math = %d (0 exact fp32, 1 fast TF32, 2 fast bf16)", fn,
+                              o->math);
     if (c->kind == MVRT_MODEL_MIXER_BLOCK || c->kind == MVRT_MODEL_ATTENTION_BLOCK) {
         if (o->tokens < 1 || o->tokens > (1 << 20))
             return mvrt_error_set(INVALID, "%s: options->tokens = %lld out of range [1, 2^20] for a block", fn,
@@ -510,7 +511,7 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     static const char fn[] = "mvrt_graph_create";
     if (!model || !options || !out_graph)
         return mvrt_error_set(INVALID, "%s: %s is NULL", fn, !model ? "model" : !options ? "options" : "out_graph");
-    mvrt_graph_t *g = calloc(1, sizeof *g);
+    mvrt_graph_t *g = mvrt_rt_calloc(1, sizeof *g);
     if (!g)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     g->model = model;
@@ -801,7 +802,7 @@ mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *stream, mvr
     void *s = mvrt_stream_handle_for(be, stream);
     void *scratch = graph->scratch_bytes ? (char *)mvrt_buffer_data(graph->workspace) + graph->scratch_offset : NULL;
     const size_t n = graph->count;
-    void **ev = calloc(n + 1, sizeof *ev);
+    void **ev = mvrt_rt_calloc(n + 1, sizeof *ev);
     if (!ev)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu event handles", fn, n + 1);
     mvrt_status_t st = MVRT_OK;

@@ -35,6 +35,22 @@ mvrt_status_t mvrt_error_set(mvrt_status_t status, const char *fmt, ...) MVRT_PR
 void mvrt_error_save(char *dst, size_t dst_size);
 void mvrt_error_restore(const char *saved);
 
+/* Allocation layer (alloc.c). Every host allocation of libmvrt goes through
+ * these (free stays plain free), and every device allocation the runtime
+ * itself asks a backend for goes through mvrt_rt_device_alloc, so that one
+ * counter sees them all and mvrt_debug_fail_allocation can make any one of
+ * them fail. The host wrappers return NULL on failure (injected or real) and
+ * set no message: the caller does, as for malloc. */
+void *mvrt_rt_malloc(size_t size);
+void *mvrt_rt_calloc(size_t count, size_t size);
+void *mvrt_rt_realloc(void *ptr, size_t size);
+
+/* backend->vt->mem_alloc behind the counter. An injected failure returns
+ * MVRT_ERR_OUT_OF_MEMORY with a message naming `fn`, the size and the
+ * backend, as a real device OOM would; otherwise the plugin's status. */
+mvrt_status_t mvrt_rt_device_alloc(const char *fn, mvrt_backend_t *backend, size_t bytes,
+                                   void **out_ptr);
+
 /* The host API handed to every plugin. */
 const mvrt_host_api_t *mvrt_host_api(void);
 

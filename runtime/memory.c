@@ -43,7 +43,7 @@ static mvrt_status_t check_same_backend(const char *fn, const char *a_name,
 static mvrt_status_t new_buffer_record(const char *fn, mvrt_backend_t *backend, void *data,
                                        size_t bytes, int owned, mvrt_buffer_t **out_buffer)
 {
-    mvrt_buffer_t *b = calloc(1, sizeof *b);
+    mvrt_buffer_t *b = mvrt_rt_calloc(1, sizeof *b);
     if (!b)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn,
                               sizeof *b);
@@ -65,7 +65,7 @@ mvrt_status_t mvrt_buffer_alloc(mvrt_backend_t *backend, size_t bytes, mvrt_buff
     if (!out_buffer)
         return mvrt_error_set(INVALID, "%s: out_buffer is NULL", fn);
     void *ptr = NULL;
-    mvrt_status_t st = backend->vt->mem_alloc(backend->device, bytes, &ptr);
+    mvrt_status_t st = mvrt_rt_device_alloc(fn, backend, bytes, &ptr);
     if (st != MVRT_OK)
         return st;
     st = new_buffer_record(fn, backend, ptr, bytes, 1, out_buffer);
@@ -226,7 +226,7 @@ static mvrt_status_t new_stream(const char *fn, mvrt_backend_t *backend, int wra
         return mvrt_error_set(INVALID, "%s: backend is NULL", fn);
     if (!out_stream)
         return mvrt_error_set(INVALID, "%s: out_stream is NULL", fn);
-    mvrt_stream_t *s = calloc(1, sizeof *s);
+    mvrt_stream_t *s = mvrt_rt_calloc(1, sizeof *s);
     if (!s)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn,
                               sizeof *s);
@@ -295,7 +295,7 @@ mvrt_status_t mvrt_event_create(mvrt_backend_t *backend, mvrt_event_t **out_even
         return mvrt_error_set(INVALID, "%s: backend is NULL", fn);
     if (!out_event)
         return mvrt_error_set(INVALID, "%s: out_event is NULL", fn);
-    mvrt_event_t *e = calloc(1, sizeof *e);
+    mvrt_event_t *e = mvrt_rt_calloc(1, sizeof *e);
     if (!e)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", fn,
                               sizeof *e);

@@ -108,7 +108,7 @@ static mvrt_status_t source_get(loader_t *ld, const char *name, int rank, const 
     int64_t n = 1;
     for (int i = 0; i < rank; i++)
         n *= shape[i];
-    double *v = malloc((size_t)n * sizeof *v);
+    double *v = mvrt_rt_malloc((size_t)n * sizeof *v);
     if (!v)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: cannot allocate %lld values for '%s'", ld->fn,
                               (long long)n, name);
@@ -201,7 +201,7 @@ static mvrt_status_t put(loader_t *ld, const char *name, const double *v, int ra
     size_t slot = ((size_t)n + PARAM_ALIGN_FLOATS - 1) / PARAM_ALIGN_FLOATS * PARAM_ALIGN_FLOATS;
     if (ld->count == ld->cap) {
         size_t cap = ld->cap ? 2 * ld->cap : 64;
-        mv_param_t *p = realloc(ld->params, cap * sizeof *p);
+        mv_param_t *p = mvrt_rt_realloc(ld->params, cap * sizeof *p);
         if (!p)
             return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", ld->fn);
         ld->params = p, ld->cap = cap;
@@ -210,7 +210,7 @@ static mvrt_status_t put(loader_t *ld, const char *name, const double *v, int ra
         size_t cap = ld->host_cap ? 2 * ld->host_cap : (size_t)1 << 16;
         while (cap < ld->host_len + slot)
             cap *= 2;
-        float *h = realloc(ld->host, cap * sizeof *h);
+        float *h = mvrt_rt_realloc(ld->host, cap * sizeof *h);
         if (!h)
             return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu MiB of weights)",
                                   ld->fn, cap * sizeof *h >> 20);
@@ -312,7 +312,7 @@ static mvrt_status_t conv_bn_param(loader_t *ld, const char *conv, int64_t cout,
         join(name, sizeof name, conv, "bias");
         TRY(source_get(ld, name, 1, cs, INIT_UNIFORM_FAN_IN, fan_in, &b));
     } else if (bn) {
-        b = calloc((size_t)cout, sizeof *b);
+        b = mvrt_rt_calloc((size_t)cout, sizeof *b);
         if (!b)
             TRY(mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", ld->fn));
     }
@@ -544,7 +544,7 @@ static mvrt_status_t model_create(const char *fn, mvrt_backend_t *backend, const
     mvrt_status_t st = load_all(&ld);
     mvrt_model_t *m = NULL;
     if (st == MVRT_OK) {
-        m = calloc(1, sizeof *m);
+        m = mvrt_rt_calloc(1, sizeof *m);
         if (!m)
             st = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }

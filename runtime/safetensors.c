@@ -196,7 +196,7 @@ static mvrt_status_t st_parse_string(st_parser_t *ps, char **out)
     }
     char *buf = NULL;
     if (out) {
-        buf = malloc(maxlen + 1);
+        buf = mvrt_rt_malloc(maxlen + 1);
         if (!buf)
             return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of memory parsing the header",
                                   ps->label);
@@ -516,7 +516,7 @@ static mvrt_status_t st_add_tensor(st_parser_t *ps, st_tensor_t *t)
     mvrt_safetensors_t *f = ps->file;
     if (f->count == f->cap) {
         size_t ncap = f->cap ? f->cap * 2 : 16;
-        st_tensor_t *nt = realloc(f->tensors, ncap * sizeof *nt);
+        st_tensor_t *nt = mvrt_rt_realloc(f->tensors, ncap * sizeof *nt);
         if (!nt)
             return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of memory", ps->label);
         f->tensors = nt;
@@ -732,7 +732,7 @@ static mvrt_status_t st_parse_metadata(st_parser_t *ps)
         }
         if (f->meta_count == f->meta_cap) {
             size_t ncap = f->meta_cap ? f->meta_cap * 2 : 8;
-            st_meta_t *nm = realloc(f->meta, ncap * sizeof *nm);
+            st_meta_t *nm = mvrt_rt_realloc(f->meta, ncap * sizeof *nm);
             if (!nm) {
                 free(key);
                 free(value);
@@ -781,8 +781,8 @@ static mvrt_status_t st_build_index(st_parser_t *ps)
     mvrt_safetensors_t *f = ps->file;
     if (f->count == 0)
         return MVRT_OK;
-    f->sorted = malloc(f->count * sizeof *f->sorted);
-    size_t *tmp = malloc(f->count * sizeof *tmp);
+    f->sorted = mvrt_rt_malloc(f->count * sizeof *f->sorted);
+    size_t *tmp = mvrt_rt_malloc(f->count * sizeof *tmp);
     if (!f->sorted || !tmp) {
         free(tmp);
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of memory", ps->label);
@@ -883,7 +883,7 @@ static mvrt_status_t st_open_bytes(unsigned char *bytes, size_t size, const char
         return st_fail(&ps, "header length %llu is too small for a JSON object",
                        (unsigned long long)hlen);
     }
-    mvrt_safetensors_t *f = calloc(1, sizeof *f);
+    mvrt_safetensors_t *f = mvrt_rt_calloc(1, sizeof *f);
     if (!f) {
         free(bytes);
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of memory", label);
@@ -941,7 +941,7 @@ mvrt_status_t mvrt_safetensors_open(const char *path, mvrt_safetensors_t **out_f
                 st = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: file too large", label);
                 break;
             }
-            unsigned char *nb = realloc(bytes, ncap);
+            unsigned char *nb = mvrt_rt_realloc(bytes, ncap);
             if (!nb) {
                 st = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY,
                                     "%s: out of memory reading %zu+ bytes", label, size);
@@ -976,7 +976,7 @@ mvrt_status_t mvrt_safetensors_open_memory(const void *bytes, size_t size,
     if (!out_file)
         return mvrt_error_set(MVRT_ERR_INVALID_ARGUMENT,
                               "mvrt_safetensors_open_memory: out_file is NULL");
-    unsigned char *copy = malloc(size ? size : 1);
+    unsigned char *copy = mvrt_rt_malloc(size ? size : 1);
     if (!copy)
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY,
                               "mvrt_safetensors_open_memory: out of memory copying %zu bytes",

@@ -582,7 +582,7 @@ mvrt_status_t mvrt_selective_scan_bwd(mvrt_stream_t *stream, const mvrt_selectiv
     void *sh = mvrt_stream_handle_for(be, stream);
     void *temp = NULL;
     if (!workspace && needed > 0) {
-        if ((st = be->vt->mem_alloc(be->device, needed, &temp)) != MVRT_OK)
+        if ((st = mvrt_rt_device_alloc(c.fn, be, needed, &temp)) != MVRT_OK)
             return st;
         p.workspace = temp;
         p.workspace_bytes = needed;

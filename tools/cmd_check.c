@@ -20,7 +20,7 @@ static void check_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt check FILE [--backend NAME] [--dtype f32|f16|bf16] [--strided]\n"
-            "                  [--precision fp32|fast] [--threads N] [--verbose]\n"
+            "                  [--precision fp32|fast|bf16] [--threads N] [--verbose]\n"
             "\n"
             "Runs every case of a selective-scan golden file (.safetensors with metadata\n"
             "'cases' and 'case<i>', tensors 'case<i>.u', ...) forward and backward on one\n"
@@ -98,7 +98,7 @@ static int check_model_file(const mvrt_safetensors_t *file, const char *path, ch
     memset(&info, 0, sizeof info);
     mvrt_backend_device_info(be, &info);
     printf("mvrt check %s: %d MambaVision part(s) on %s (%s), %s math\n", path, nparts, mvrt_backend_name(be),
-           info.name[0] ? info.name : "?", math ? "fast" : "fp32");
+           info.name[0] ? info.name : "?", math == 1 ? "fast (TF32)" : math == 2 ? "bf16" : "fp32");
     int passed = 0, failed = 0;
     for (int i = 0; i < nparts; i++) {
         mvrt_mg_result_t r;
@@ -140,11 +140,13 @@ int mvrt_cmd_check(int argc, char **argv)
         } else if (strcmp(a, "--strided") == 0) {
             strided = 1;
         } else if (strcmp(a, "--precision") == 0) {
-            if (i + 1 >= argc || (strcmp(argv[i + 1], "fp32") != 0 && strcmp(argv[i + 1], "fast") != 0)) {
-                fprintf(stderr, "mvrt check: --precision must be fp32 or fast\n");
+            if (i + 1 >= argc || (strcmp(argv[i + 1], "fp32") != 0 && strcmp(argv[i + 1], "fast") != 0 &&
+                                  strcmp(argv[i + 1], "bf16") != 0)) {
+                fprintf(stderr, "mvrt check: --precision must be fp32, fast (TF32) or bf16\n");
                 return CHECK_EXIT_USAGE;
             }
-            math = strcmp(argv[++i], "fast") == 0;
+            ++i;
+            math = !strcmp(argv[i], "fast") ? 1 : !strcmp(argv[i], "bf16") ? 2 : 0;
         } else if (strcmp(a, "--backend") == 0 || strcmp(a, "--dtype") == 0 ||
                    strcmp(a, "--threads") == 0) {
             if (i + 1 >= argc) {

@@ -14,7 +14,7 @@ static void run_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt run [--backend NAME] [--config NAME] [--weights FILE [--prefix P]]\n"
-            "                [--batch N] [--batches N] [--image H[xW]] [--precision fp32|fast]\n"
+            "                [--batch N] [--batches N] [--image H[xW]] [--precision fp32|fast|bf16]\n"
             "                [--devices LIST] [--threads N] [--seed S] [--no-progress]\n"
             "\n"
             "Runs a MambaVision network on random images (seeded) and prints images/s,\n"
@@ -29,7 +29,8 @@ static void run_usage(FILE *to)
             "  --batch N        images per batch (default 256 on a GPU, 8 on the CPU)\n"
             "  --batches N      timed batches after one warm-up batch (default 30 GPU, 3 CPU)\n"
             "  --image H[xW]    input size (default 224)\n"
-            "  --precision P    fp32 (default, matches PyTorch with TF32 off) or fast (TF32 GEMMs)\n"
+            "  --precision P    fp32 (default, matches PyTorch with TF32 off), fast (TF32 GEMMs\n"
+            "                   and convs) or bf16 (bf16 operands, fp32 accumulation)\n"
             "  --devices LIST   split each batch over devices of the backend, e.g. 0,1\n"
             "  --threads N      CPU threads (default: all cores)\n"
             "  --seed S         seed of the weights (without --weights) and of the images (0)\n");
@@ -77,11 +78,11 @@ int mvrt_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--devices"))
             spec.devices = v;
         else if (!strcmp(a, "--precision")) {
-            if (strcmp(v, "fp32") && strcmp(v, "fast")) {
-                fprintf(stderr, "mvrt run: --precision must be fp32 or fast\n");
+            if (strcmp(v, "fp32") && strcmp(v, "fast") && strcmp(v, "bf16")) {
+                fprintf(stderr, "mvrt run: --precision must be fp32, fast (TF32) or bf16\n");
                 return 2;
             }
-            spec.options.math = !strcmp(v, "fast");
+            spec.options.math = !strcmp(v, "fast") ? 1 : !strcmp(v, "bf16") ? 2 : 0;
         } else if (!strcmp(a, "--batch") || !strcmp(a, "--batches") || !strcmp(a, "--threads") ||
                    !strcmp(a, "--seed")) {
             long long n = strtoll(v, &end, 10);
@@ -155,7 +156,9 @@ int mvrt_cmd_run(int argc, char **argv)
            config, (double)mvrt_model_parameter_count(mr.model[0]) / 1e6,
            spec.weights ? spec.weights : "seeded weights", (long long)height, (long long)width, (long long)batch,
            spec.backend, spec.devices ? " devices " : "", spec.devices ? spec.devices : "",
-           info.name[0] ? info.name : "?", spec.options.math ? "fast (TF32)" : "fp32");
+           info.name[0] ? info.name : "?", spec.options.math == 1   ? "fast (TF32)"
+           : spec.options.math == 2 ? "bf16 (fp32 accumulation)"
+                                    : "fp32");
     printf("  setup %.2f s: weights %.1f MiB, workspace %.1f MiB per device, %lld ops per batch\n", t_load,
            (double)gs.weight_bytes / 1048576.0, (double)gs.workspace_bytes / 1048576.0, (long long)gs.nodes);
 

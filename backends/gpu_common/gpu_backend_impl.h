@@ -541,8 +541,8 @@ static mvrt_status_t mvrt_gpu_scan_bwd_entry(void *device, void *stream, const m
 
 static mvrt_status_t mvrt_gpu_op_scratch_entry(void *device, const mvrt_op_params_t *p, size_t *out_bytes)
 {
-    (void)device;
-    *out_bytes = mvrt_gpu_op_scratch(p);
+    mvrt_gpu_device_t *d = device;
+    *out_bytes = mvrt_gpu_op_scratch(p, &d->opctx);
     return MVRT_OK;
 }
 
@@ -559,7 +559,7 @@ static mvrt_status_t mvrt_gpu_op_run_entry(void *device, void *stream, const mvr
     case MVRT_GPU_OP_NO_SCRATCH:
         return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT,
                                          MVRT_GPU_NAME ": op kind %d needs %zu bytes of scratch, got none", p->kind,
-                                         mvrt_gpu_op_scratch(p));
+                                         mvrt_gpu_op_scratch(p, &d->opctx));
     case MVRT_GPU_OP_TOO_LARGE:
         return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED, MVRT_GPU_NAME ": %s", msg);
     case MVRT_GPU_OP_BLAS:

@@ -37,6 +37,7 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, gpuStre
         v.Y = g.Y; v.ldy = g.ldy; v.sy = g.sy;
         v.beta = g.beta;
         v.math = math;
+        v.bf16_operands = 0;
         const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
         if (rc == MVRT_GPU_GEMM_OK) {
             const gpuError_t e = launch_epilogue(g, s);
@@ -50,8 +51,61 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, gpuStre
     return MVRT_GPU_OP_OK;
 }
 
-int run_linear(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s, gpuError_t *err,
-               char *msg, size_t msg_n)
+/* bf16 math: only where a vendor GEMM takes bf16 operands (cuBLAS); our
+ * own kernel computes fp32 for every mode. */
+bool use_bf16(int math, const mvrt_gpu_op_ctx_t *ctx) { return math == MVRT_MATH_BF16 && ctx->gemm != nullptr; }
+
+/* The stored (rows, cols) of a linear's operand and how many distinct
+ * matrices it has (1 when shared over the batch). */
+struct operand_shape {
+    int64_t rows, cols, count;
+};
+operand_shape linear_a(const mvrt_linear_params_t &p)
+{
+    return {p.trans_a ? p.K : p.M, p.trans_a ? p.M : p.K, p.batch_stride_a == 0 ? 1 : p.batch};
+}
+operand_shape linear_b(const mvrt_linear_params_t &p)
+{
+    return {p.trans_b ? p.N : p.K, p.trans_b ? p.K : p.N, p.batch_stride_b == 0 ? 1 : p.batch};
+}
+int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
+int64_t linear_bf16_scratch(const mvrt_linear_params_t &p)
+{
+    const operand_shape a = linear_a(p), b = linear_b(p);
+    return align256(a.rows * a.cols * a.count * 2) + align256(b.rows * b.cols * b.count * 2);
+}
+
+/* The bf16 linear: both operands rounded to bf16 (dense copies in the
+ * scratch), one vendor GEMM with fp32 accumulation into Y, then the fp32
+ * epilogue. OK, or DECLINED when the vendor GEMM does not take the sizes
+ * (the caller then runs fp32), or an error. */
+int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
+                    gpuStream_t s, gpuError_t *err, char *msg, size_t msg_n)
+{
+    const operand_shape a = linear_a(p), b = linear_b(p);
+    uint16_t *a16 = (uint16_t *)scratch;
+    uint16_t *b16 = (uint16_t *)((char *)scratch + align256(a.rows * a.cols * a.count * 2));
+    gpuError_t e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
+    if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
+    if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+    mvrt_gpu_gemm_t v;
+    v.batch = g.batch; v.M = g.M; v.N = g.N; v.K = g.K;
+    v.A = a16; v.lda = a.cols; v.sa = a.count > 1 ? a.rows * a.cols : 0; v.ta = g.ta;
+    v.B = b16; v.ldb = b.cols; v.sb = b.count > 1 ? b.rows * b.cols : 0; v.tb = g.tb;
+    v.Y = g.Y; v.ldy = g.ldy; v.sy = g.sy;
+    v.beta = g.beta;
+    v.math = MVRT_MATH_BF16;
+    v.bf16_operands = 1;
+    const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
+    if (rc == MVRT_GPU_GEMM_DECLINED) return -1;
+    if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
+    e = launch_epilogue(g, s);
+    if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+    return MVRT_GPU_OP_OK;
+}
+
+int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
+               gpuError_t *err, char *msg, size_t msg_n)
 {
     gemm_args g;
     g.batch = p.batch; g.M = p.M; g.N = p.N; g.K = p.K;
@@ -62,13 +116,19 @@ int run_linear(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx, gpuS
     g.R = nullptr; g.ldr = 0; g.sr = 0;
     g.act = p.activation;
     g.beta = p.beta;
-    return run_gemm(g, p.math, ctx, s, err, msg, msg_n);
+    if (use_bf16(p.math, ctx) && p.batch > 0 && p.M > 0 && p.N > 0 && p.K > 0) {
+        if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
+        const int rc = run_linear_bf16(g, p, scratch, ctx, s, err, msg, msg_n);
+        if (rc >= 0) return rc;
+    }
+    return run_gemm(g, p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math, ctx, s, err, msg, msg_n);
 }
 
 int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
                gpuError_t *err, char *msg, size_t msg_n)
 {
-    const conv2d_plan c = make_conv2d_plan(p);
+    const conv2d_plan c = make_conv2d_plan(p, use_bf16(p.math, ctx));
+    const int math = p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math; /* of fp32 GEMMs */
     if (p.batch <= 0 || p.out_channels <= 0 || c.nsp <= 0) return MVRT_GPU_OP_OK;
     if (c.scratch > 0 && !scratch) return MVRT_GPU_OP_NO_SCRATCH;
     const int64_t in_img = p.in_channels * p.in_h * p.in_w;
@@ -84,18 +144,47 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         g.R = p.residual; g.ldr = c.nsp; g.sr = out_img;
         g.act = p.activation;
         g.beta = 0.f;
-        return run_gemm(g, p.math, ctx, s, err, msg, msg_n);
+        return run_gemm(g, math, ctx, s, err, msg, msg_n);
     }
     /* im2col_kernel indexes one image's pixels with 32-bit integers */
     if (c.nsp > INT32_MAX || p.in_h * p.in_w > INT32_MAX) {
         snprintf(msg, msg_n, "conv2d: images of 2^31 pixels or more are not supported");
         return MVRT_GPU_OP_TOO_LARGE;
     }
-    float *col = (float *)scratch, *T = col + c.col_floats;
+    float *T = (float *)((char *)scratch + c.col_bytes);
+    uint16_t *w16 = (uint16_t *)((char *)T + align256(c.t_bytes));
+    if (c.bf16) {
+        const gpuError_t e = launch_to_bf16(p.weight, p.out_channels, c.kdim, c.kdim, 0, 1, w16, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+    }
     for (int64_t b0 = 0; b0 < p.batch; b0 += c.chunk) {
         const int64_t nb = p.batch - b0 < c.chunk ? p.batch - b0 : c.chunk;
-        gpuError_t e = launch_im2col(p, c, b0, nb, col, s);
+        gpuError_t e = c.bf16 ? launch_im2col(p, c, b0, nb, (uint16_t *)scratch, s)
+                              : launch_im2col(p, c, b0, nb, (float *)scratch, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        if (c.bf16) {
+            /* T = W16 . X_col16 on the vendor GEMM (sizes are bounded by
+             * the chunk cap, far below its int limits) */
+            mvrt_gpu_gemm_t v;
+            v.batch = 1; v.M = p.out_channels; v.N = nb * c.nsp; v.K = c.kdim;
+            v.A = w16; v.lda = c.kdim; v.sa = 0; v.ta = 0;
+            v.B = scratch; v.ldb = nb * c.nsp; v.sb = 0; v.tb = 0;
+            v.Y = T; v.ldy = nb * c.nsp; v.sy = 0;
+            v.beta = 0.f;
+            v.math = MVRT_MATH_BF16;
+            v.bf16_operands = 1;
+            const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
+            if (rc == MVRT_GPU_GEMM_DECLINED) {
+                snprintf(msg, msg_n, "conv2d: the bf16 GEMM (M %lld, N %lld, K %lld) was declined",
+                         (long long)v.M, (long long)v.N, (long long)v.K);
+                return MVRT_GPU_OP_TOO_LARGE;
+            }
+            if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
+            e = launch_conv_gather(p, c, b0, nb, T, s);
+            if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+            continue;
+        }
+        float *col = (float *)scratch;
         gemm_args g;
         g.batch = 1; g.M = p.out_channels; g.N = nb * c.nsp; g.K = c.kdim;
         g.A = p.weight; g.lda = c.kdim; g.sa = 0; g.ta = 0;
@@ -105,7 +194,7 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         g.R = nullptr; g.ldr = 0; g.sr = 0;
         g.act = MVRT_ACT_NONE;
         g.beta = 0.f;
-        const int rc = run_gemm(g, p.math, ctx, s, err, msg, msg_n);
+        const int rc = run_gemm(g, math, ctx, s, err, msg, msg_n);
         if (rc != MVRT_GPU_OP_OK) return rc;
         e = launch_conv_gather(p, c, b0, nb, T, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
@@ -115,9 +204,11 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
 
 } // namespace
 
-extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p)
+extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (p->kind == MVRT_OP_CONV2D) return (size_t)make_conv2d_plan(p->u.conv2d).scratch;
+    if (p->kind == MVRT_OP_CONV2D)
+        return (size_t)make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx)).scratch;
+    if (p->kind == MVRT_OP_LINEAR && use_bf16(p->u.linear.math, ctx)) return (size_t)linear_bf16_scratch(p->u.linear);
     return 0;
 }
 
@@ -129,7 +220,7 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     if (msg_n) msg[0] = 0;
     switch (p->kind) {
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
-    case MVRT_OP_LINEAR: return run_linear(p->u.linear, ctx, s, out_err, msg, msg_n);
+    case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, s); break;
     case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);

@@ -22,11 +22,12 @@ extern "C" {
  * a matrix over the batch). */
 typedef struct mvrt_gpu_gemm {
     int64_t batch, M, N, K;
-    const float *A; int64_t lda, sa; int ta;
-    const float *B; int64_t ldb, sb; int tb;
+    const void *A; int64_t lda, sa; int ta;   /* float, or bf16 bits with bf16_operands */
+    const void *B; int64_t ldb, sb; int tb;
     float *Y; int64_t ldy, sy;
     float beta; /* 0 or 1 */
     int math;   /* mvrt_math_mode_t */
+    int bf16_operands; /* A and B hold bf16 bits (uint16), not floats; Y stays fp32 */
 } mvrt_gpu_gemm_t;
 
 /* A vendor BLAS GEMM behind a hook (the CUDA backend's cuBLAS,
@@ -53,9 +54,10 @@ enum {
     MVRT_GPU_OP_TOO_LARGE = 5    /* sizes beyond what the kernels index: msg says which */
 };
 
-/* Bytes of scratch mvrt_gpu_op_run needs for p (a pure function of the
- * sizes; pointers may be NULL). */
-size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p);
+/* Bytes of scratch mvrt_gpu_op_run needs for p with this context (a pure
+ * function of the sizes and of whether ctx has a vendor GEMM: bf16 math
+ * needs one; pointers in p may be NULL). */
+size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
 
 /* Queues op p on stream s. scratch holds at least mvrt_gpu_op_scratch(p)
  * bytes. Returns MVRT_GPU_OP_*; on failure *out_err and/or msg say why. */

@@ -113,7 +113,9 @@ typedef struct mvrt_graph_options {
     int64_t batch;        /* images (NETWORK, STAGE) or sequences (blocks) */
     int64_t height, width;/* NETWORK, STAGE: input spatial size */
     int64_t tokens;       /* blocks: tokens per sequence L */
-    int math;             /* 0: exact fp32 (matches PyTorch, TF32 off); 1: fast (TF32 GEMMs on CUDA) */
+    int math;             /* 0: exact fp32 (matches PyTorch, TF32 off); 1: fast, TF32 GEMMs and convs on
+                             CUDA; 2: fast, bf16 GEMM and conv operands with fp32 accumulation on CUDA
+                             (as PyTorch autocast). Backends without these compute fp32. */
 } mvrt_graph_options_t;
 
 typedef struct mvrt_graph mvrt_graph_t;

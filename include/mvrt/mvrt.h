@@ -10,5 +10,6 @@
 #include "mvrt/selective_scan.h"
 #include "mvrt/safetensors.h"
 #include "mvrt/model.h"
+#include "mvrt/debug.h"
 
 #endif

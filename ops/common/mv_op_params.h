@@ -43,12 +43,14 @@ typedef enum mvrt_activation {
     MVRT_ACT_SILU = 4
 } mvrt_activation_t;
 
-/* How a linear multiplies: exact fp32 (default, matches PyTorch with TF32
- * off), or the opt-in fast mode (TF32 tensor cores on CUDA; backends
- * without a faster path compute fp32). */
+/* How a linear or conv multiplies: exact fp32 (default, matches PyTorch with
+ * TF32 off), or an opt-in fast mode: TF32 tensor cores (FAST), or bf16
+ * operands rounded from fp32 with fp32 accumulation and output (BF16, as
+ * PyTorch autocast). Backends without a faster path compute fp32. */
 typedef enum mvrt_math_mode {
     MVRT_MATH_FP32 = 0,
-    MVRT_MATH_FAST = 1
+    MVRT_MATH_FAST = 1,
+    MVRT_MATH_BF16 = 2
 } mvrt_math_mode_t;
 
 /* y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias over `cols`

@@ -7,13 +7,15 @@
  * so that
  *     T (Cout, nb*Hout*Wout) = W (Cout, Cin*k*k) . X_col
  * is a single well-shaped GEMM (cuBLAS on CUDA, our sgemm_kernel on HIP);
- * Cout is small in MambaVision (80..320) and one GEMM per image would leave
- * most of the GPU idle (measured on an H100: 10-16 TFLOP/s per-image
- * batched against ~35 wide). T, channel-major, also lives in the scratch; a
+ * Cout is small in MambaVision (80..320), and a wide N keeps the GEMM
+ * efficient (cuBLAS fp32: 47 TFLOP/s measured with ncu on an H100 for the
+ * 160-channel convs of MambaVision-T at batch 256). T, channel-major, also lives in the scratch; a
  * gather kernel writes Y (nb, Cout, Hout*Wout) with the bias (per output
  * channel), the activation and the residual. Chunks are sized so that
  * X_col + T fit MVRT_CONV_SCRATCH_CAP (one image at least), so the scratch
- * stays bounded at any batch; op_scratch_size reports chunk * per-image
+ * stays bounded at any batch (measured on an H100, MambaVision-T batch 256:
+ * caps of 256 / 64 / 24 MiB give 81 / 82 / 94 ms per batch: large GEMMs win
+ * over keeping X_col in L2); op_scratch_size reports chunk * per-image
  * bytes. A 1x1, stride-1, unpadded convolution needs no patch matrix: it is
  * one batched GEMM over X itself with the epilogue fused.
  *
@@ -31,35 +33,42 @@ namespace mvrt_mv_gpu {
 
 #define MVRT_CONV_SCRATCH_CAP ((int64_t)256 << 20)
 
+
 struct conv2d_plan {
     int64_t kdim;      /* Cin * k * k: the GEMM's K */
     int64_t nsp;       /* Hout * Wout: the GEMM's N */
     int direct;        /* 1x1, stride 1, pad 0: no patch matrix */
     int64_t chunk;     /* images per GEMM */
-    int64_t scratch;   /* bytes: X_col then T */
-    int64_t col_floats; /* X_col's size for a full chunk (T follows it) */
+    int64_t scratch;   /* bytes: X_col, then T, then (bf16) W */
+    int64_t col_bytes; /* X_col's size for a full chunk (T follows it) */
+    int64_t t_bytes;   /* T's size for a full chunk (bf16: W follows it) */
+    int bf16;          /* X_col and W as bf16 (math MVRT_MATH_BF16 with a vendor GEMM) */
 };
 
-static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p)
+static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p, bool bf16)
 {
     conv2d_plan c;
+    c.bf16 = 0;
     c.kdim = p.in_channels * p.kernel * p.kernel;
     c.nsp = p.out_h * p.out_w;
     c.direct = p.kernel == 1 && p.stride == 1 && p.pad == 0 && p.out_h == p.in_h && p.out_w == p.in_w;
     if (c.direct || p.batch <= 0 || c.kdim <= 0 || c.nsp <= 0) {
         c.chunk = p.batch > 0 ? p.batch : 0;
         c.scratch = 0;
-        c.col_floats = 0;
+        c.col_bytes = c.t_bytes = 0;
         return c;
     }
-    const int64_t per_image = (c.kdim + p.out_channels) * c.nsp * (int64_t)sizeof(float);
+    c.bf16 = bf16;
+    const int64_t col_elem = bf16 ? 2 : 4;
+    const int64_t per_image = (c.kdim * col_elem + p.out_channels * 4) * c.nsp;
     int64_t chunk = MVRT_CONV_SCRATCH_CAP / per_image;
     if (chunk < 1) chunk = 1;
     if (chunk > p.batch) chunk = p.batch;
     if (chunk > 65535) chunk = 65535;
     c.chunk = chunk;
-    c.scratch = chunk * per_image;
-    c.col_floats = chunk * c.kdim * c.nsp;
+    c.col_bytes = (chunk * c.kdim * c.nsp * col_elem + 255) / 256 * 256;
+    c.t_bytes = chunk * p.out_channels * c.nsp * 4;
+    c.scratch = c.col_bytes + (c.t_bytes + 255) / 256 * 256 + (bf16 ? p.out_channels * c.kdim * 2 : 0);
     return c;
 }
 
@@ -72,7 +81,12 @@ static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p)
  * by at most one below 2^24 positions per image and corrected in any case.
  * 32-bit positions: the launcher declines images of 2^31 pixels or more. Grid: x over positions, y over channels, z over
  * images; all grid-stride. */
-__global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb, float *col,
+template <typename T> static __device__ __forceinline__ T col_value(float v);
+template <> __device__ __forceinline__ float col_value<float>(float v) { return v; }
+template <> __device__ __forceinline__ uint16_t col_value<uint16_t>(float v) { return f32_to_bf16_bits(v); }
+
+template <typename T>
+__global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb, T *col,
                                                      float inv_out_w)
 {
     const int k = p.kernel, stride = p.stride, pad = p.pad;
@@ -83,20 +97,20 @@ __global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int
         const float *ximg = p.x + (b0 + img) * p.in_channels * in_h * in_w;
         for (int64_t c = blockIdx.y; c < p.in_channels; c += gridDim.y) {
             const float *xc = ximg + c * in_h * in_w;
-            float *cbase = col + c * k * k * row + img * nsp;
+            T *cbase = col + c * k * k * row + img * nsp;
             for (int sp = blockIdx.x * blockDim.x + threadIdx.x; sp < nsp; sp += gridDim.x * blockDim.x) {
                 int i = __float2int_rz((float)sp * inv_out_w);
                 int j = sp - i * out_w;
                 while (j < 0) { i--; j += out_w; }
                 while (j >= out_w) { i++; j -= out_w; }
                 const int y0 = i * stride - pad, x0 = j * stride - pad;
-                float *dst = cbase + sp;
+                T *dst = cbase + sp;
                 for (int pi = 0; pi < k; pi++) {
                     const int yy = y0 + pi;
                     const bool yin = yy >= 0 && yy < in_h;
                     for (int qi = 0; qi < k; qi++) {
                         const int xx = x0 + qi;
-                        *dst = (yin && xx >= 0 && xx < in_w) ? xc[yy * in_w + xx] : 0.f;
+                        *dst = col_value<T>((yin && xx >= 0 && xx < in_w) ? xc[yy * in_w + xx] : 0.f);
                         dst += row;
                     }
                 }
@@ -105,13 +119,14 @@ __global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int
     }
 }
 
+template <typename T>
 static inline mvrt_gpu_error_t launch_im2col(const mvrt_conv2d_params_t &p, const conv2d_plan &c, int64_t b0,
-                                             int64_t nb, float *col, mvrt_gpu_stream_t s)
+                                             int64_t nb, T *col, mvrt_gpu_stream_t s)
 {
     const int64_t bx = (c.nsp + 255) / 256;
     dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)(p.in_channels < 65535 ? p.in_channels : 65535),
               (unsigned)(nb < 65535 ? nb : 65535));
-    im2col_kernel<<<grid, 256, 0, s>>>(p, b0, nb, col, 1.0f / (float)p.out_w);
+    im2col_kernel<T><<<grid, 256, 0, s>>>(p, b0, nb, col, 1.0f / (float)p.out_w);
     return mvrt_gpu_get_last_error();
 }
 

@@ -1,19 +1,21 @@
 /* CPU linear (mv_op_params.h: batched GEMM + bias + activation or residual
  * accumulate) and the GEMM shared with the conv2d (linear_cpu_gemm.h).
  *
- * The work is split into tasks over (batch item, row block, column block):
- * over items alone when there are enough of them, else each item is cut so
- * that every thread gets an equal share. Tasks run on OpenMP threads. Each
- * task runs one of two kernels:
- * - OpenBLAS (MVRT_HAVE_OPENBLAS): a single-threaded cblas_sgemm on its
- *   block (beta = 1 accumulates into Y), then the epilogue (bias,
- *   activation) on that block while it is still in cache;
+ * Two kernels:
+ * - OpenBLAS (MVRT_HAVE_OPENBLAS, where our kernel has no vector ISA): one
+ *   cblas_sgemm per batch item (beta = 1 accumulates into Y), threaded by
+ *   OpenBLAS, calls serialized process-wide (see mvrt_gemm_openblas_items),
+ *   then the epilogue (bias, activation) on OpenMP threads;
  * - otherwise mvrt's own blocked SGEMM (linear_cpu_gemm_kernel.h, built
- *   here for avx512 / avx2 / generic vectors and chosen at run time), which
- *   applies the epilogue to each register tile as it is stored.
+ *   here for avx512 / avx2 / generic vectors and chosen at run time), as
+ *   tasks over (batch item, row block, column block) on OpenMP threads
+ *   (over items alone when there are enough of them, else each item is cut
+ *   so that every thread gets an equal share), applying the epilogue to
+ *   each register tile as it is stored.
  * The fast math mode computes fp32 here: CPUs have no faster path that is
  * accurate enough. */
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,6 @@
  * build may find first; the library always has them. */
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
-char *openblas_get_corename(void);
 #endif
 
 #include "ops/linear/linear_cpu_gemm.h"
@@ -228,42 +229,17 @@ static int mvrt_gemm_best_builtin(void)
 }
 
 #ifdef MVRT_HAVE_OPENBLAS
-static int mvrt_gemm_same_name(const char *a, const char *b)
-{
-    for (; *a && *b; a++, b++) {
-        const char ca = (char)(*a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a);
-        const char cb = (char)(*b >= 'A' && *b <= 'Z' ? *b - 'A' + 'a' : *b);
-        if (ca != cb)
-            return 0;
-    }
-    return *a == *b;
-}
-
-/* Whether OpenBLAS runs real vector kernels on this CPU. It picks them by
- * CPU model, and a model newer than the library gets its SSE3 fallback:
- * OpenBLAS 0.3.21 (Debian 12) on an Emerald Rapids Xeon reports "Prescott"
- * and reached 14 GFLOP/s per core where our avx512 kernel reached ~60. So
- * on an x86 CPU with AVX2, OpenBLAS is used only when its kernel set is one
- * of the AVX2 / AVX-512 ones; elsewhere (no AVX2, other architectures) it
- * is trusted. */
+/* Whether OpenBLAS is used: only where our own kernel has no vector ISA
+ * (not x86, or x86 without AVX2). On x86 with AVX2 / AVX-512 our kernel is
+ * faster here (MambaVision-T mixer block, batch 8, 2 cores: 19 ms against
+ * 34 ms) and deterministic, while Debian 12's OpenBLAS 0.3.21 made a graph
+ * replay of the golden stage differ from its first run in about one run of
+ * three (serialized calls, one OpenBLAS thread included; not root-caused),
+ * and it picks kernels by CPU model (a model newer than the library gets
+ * its SSE3 fallback). */
 static int mvrt_gemm_openblas_fits_cpu(int builtin)
 {
-#ifdef MVRT_GEMM_X86
-    static const char *const wide[] = {"haswell", "zen", "skylakex", "cooperlake",
-                                       "sapphirerapids"};
-    if (!strcmp(mvrt_gemm_isas[builtin - 1].name, "generic"))
-        return 1;
-    const char *core = openblas_get_corename();
-    if (!core)
-        return 0;
-    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
-        if (mvrt_gemm_same_name(core, wide[i]))
-            return 1;
-    return 0;
-#else
-    (void)builtin;
-    return 1;
-#endif
+    return !strcmp(mvrt_gemm_isas[builtin - 1].name, "generic");
 }
 #endif
 
@@ -398,40 +374,48 @@ static int mvrt_gemm_cblas_ok(const mvrt_cpu_gemm_t *g)
            g->ldb >= (bcols > 1 ? bcols : 1) && g->ldc >= (g->N > 1 ? g->N : 1);
 }
 
-/* Rows [m0, m1) x columns [n0, n1) of one item by a single-threaded
- * cblas_sgemm on the sub-matrices, then the epilogue on that block while it
- * is warm in cache. */
-static void mvrt_gemm_cblas_block(const mvrt_cpu_gemm_t *it, int has_epi, int64_t m0,
-                                  int64_t m1, int64_t n0, int64_t n1)
-{
-    const float *a = it->trans_a ? it->A + m0 : it->A + m0 * it->lda;
-    const float *b = it->trans_b ? it->B + n0 * it->ldb : it->B + n0;
-    float *c = it->C + m0 * it->ldc + n0;
-    cblas_sgemm(CblasRowMajor, it->trans_a ? CblasTrans : CblasNoTrans,
-                it->trans_b ? CblasTrans : CblasNoTrans, (int)(m1 - m0), (int)(n1 - n0),
-                (int)it->K, 1.0f, a, (int)it->lda, b, (int)it->ldb,
-                it->accumulate ? 1.0f : 0.0f, c, (int)it->ldc);
-    if (has_epi)
-        mvrt_cpu_gemm_epilogue(it, c, it->ldc, m0, n0, m1 - m0, n1 - n0);
-}
+/* OpenBLAS is called from one thread at a time, for a whole item, with
+ * its own threads: concurrent cblas_sgemm calls from several threads gave
+ * results that changed from run to run with Debian 12's OpenBLAS 0.3.21
+ * (measured: a graph replay differed in about one run of three; serialized,
+ * never), and its thread count is process-global state. The lock also
+ * serializes callers on different streams. The epilogue (bias,
+ * activation) then runs on OpenMP threads. */
+static pthread_mutex_t mvrt_cblas_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* OpenBLAS computes on the calling thread only: the threads are ours
- * (OpenMP, as every other CPU op uses), each running single-threaded
- * cblas_sgemm calls on its own blocks. Letting OpenBLAS thread as well
- * would put a second pool of spinning workers next to OpenMP's after every
- * linear, and its thread count is process-global state shared by all
- * streams. Cheap when the count is already 1. */
-static void mvrt_gemm_openblas_single(void)
+static void mvrt_gemm_openblas_items(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t sa,
+                                     int64_t sb, int64_t sc, int64_t sr, int threads)
 {
-    if (openblas_get_num_threads() != 1)
-        openblas_set_num_threads(1);
+    const int has_epi = mvrt_gemm_has_epilogue(g);
+    pthread_mutex_lock(&mvrt_cblas_lock);
+    if (openblas_get_num_threads() != threads)
+        openblas_set_num_threads(threads);
+    for (int64_t b = 0; b < batch; b++) {
+        const mvrt_cpu_gemm_t it = mvrt_gemm_item(g, b, sa, sb, sc, sr);
+        cblas_sgemm(CblasRowMajor, it.trans_a ? CblasTrans : CblasNoTrans,
+                    it.trans_b ? CblasTrans : CblasNoTrans, (int)it.M, (int)it.N, (int)it.K, 1.0f,
+                    it.A, (int)it.lda, it.B, (int)it.ldb, it.accumulate ? 1.0f : 0.0f, it.C,
+                    (int)it.ldc);
+        if (!has_epi)
+            continue;
+        const int64_t rows_per = 16, nblk = (it.M + rows_per - 1) / rows_per;
+        (void)nblk;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && nblk > 1)
+#endif
+        for (int64_t blk = 0; blk < nblk; blk++) {
+            const int64_t r0 = blk * rows_per, r1 = r0 + rows_per < it.M ? r0 + rows_per : it.M;
+            mvrt_cpu_gemm_epilogue(&it, it.C + r0 * it.ldc, it.ldc, r0, 0, r1 - r0, it.N);
+        }
+    }
+    pthread_mutex_unlock(&mvrt_cblas_lock);
 }
 #endif
 
 /* The GEMMs as tasks over (batch item, row block, column block), spread
  * over `threads` OpenMP threads; each task runs the built-in kernel `isa`
- * or, with use_blas, OpenBLAS, on its block, epilogue included. */
-static void mvrt_gemm_tasks(const mvrt_gemm_isa_t *isa, int use_blas, const mvrt_cpu_gemm_t *g,
+ * on its block, epilogue included. */
+static void mvrt_gemm_tasks(const mvrt_gemm_isa_t *isa, const mvrt_cpu_gemm_t *g,
                             int64_t batch, int64_t sa, int64_t sb, int64_t sc, int64_t sr,
                             int threads)
 {
@@ -466,17 +450,13 @@ static void mvrt_gemm_tasks(const mvrt_gemm_isa_t *isa, int use_blas, const mvrt
     int64_t ncols = (N + tn - 1) / tn + isa->nr;
     ncols = (ncols + isa->nr - 1) / isa->nr * isa->nr;
     const int64_t nc = ncols < isa->nc ? ncols : isa->nc;
-#ifdef MVRT_HAVE_OPENBLAS
-    if (use_blas)
-        mvrt_gemm_openblas_single();
-#endif
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
     {
-        float *abuf = use_blas ? NULL : mvrt_gemm_alloc(mc * kc);
-        float *bbuf = use_blas ? NULL : mvrt_gemm_alloc(kc * nc);
+        float *abuf = mvrt_gemm_alloc(mc * kc);
+        float *bbuf = mvrt_gemm_alloc(kc * nc);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -490,12 +470,6 @@ static void mvrt_gemm_tasks(const mvrt_gemm_isa_t *isa, int use_blas, const mvrt
             const int64_t n1 = mvrt_gemm_split(N, tn, in + 1, isa->nr);
             if (m0 >= m1 || n0 >= n1)
                 continue;
-#ifdef MVRT_HAVE_OPENBLAS
-            if (use_blas) {
-                mvrt_gemm_cblas_block(&it, has_epi, m0, m1, n0, n1);
-                continue;
-            }
-#endif
             if (abuf && bbuf)
                 isa->tile(&it, has_epi, m0, m1, n0, n1, abuf, bbuf, mc, kc, nc);
             else
@@ -525,11 +499,13 @@ void mvrt_cpu_gemm_batched(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t stri
     }
     const int s = mvrt_gemm_selection();
     const int isa = s > 0 ? s - 1 : mvrt_gemm_best_builtin() - 1;
-    int use_blas = 0;
 #ifdef MVRT_HAVE_OPENBLAS
-    use_blas = s < 0 && mvrt_gemm_cblas_ok(g);
+    if (s < 0 && mvrt_gemm_cblas_ok(g)) {
+        mvrt_gemm_openblas_items(g, batch, stride_a, stride_b, stride_c, stride_residual, threads);
+        return;
+    }
 #endif
-    mvrt_gemm_tasks(&mvrt_gemm_isas[isa], use_blas, g, batch, stride_a, stride_b, stride_c,
+    mvrt_gemm_tasks(&mvrt_gemm_isas[isa], g, batch, stride_a, stride_b, stride_c,
                     stride_residual, threads);
 }
 

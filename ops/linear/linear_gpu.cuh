@@ -198,6 +198,41 @@ __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
 
 static inline unsigned mvrt_min_u64(uint64_t a, uint64_t b) { return (unsigned)(a < b ? a : b); }
 
+/* fp32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN): the
+ * operands of the bf16 math mode. */
+static __device__ __forceinline__ uint16_t f32_to_bf16_bits(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* dst[b][r][c] (dense) = bf16(src[b * sstride + r * ld + c]); x over c,
+ * y over r, z over b; grid-stride. */
+__global__ void __launch_bounds__(256) to_bf16_kernel(const float *src, int64_t rows, int64_t cols, int64_t ld,
+                                                      int64_t sstride, int64_t batch, uint16_t *dst)
+{
+    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
+        for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
+            const float *s = src + b * sstride + r * ld;
+            uint16_t *d = dst + (b * rows + r) * cols;
+            for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
+                d[c] = f32_to_bf16_bits(s[c]);
+        }
+}
+
+static inline mvrt_gpu_error_t launch_to_bf16(const float *src, int64_t rows, int64_t cols, int64_t ld,
+                                              int64_t sstride, int64_t batch, uint16_t *dst, mvrt_gpu_stream_t s)
+{
+    if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
+    dim3 block(64, 4);
+    dim3 grid(mvrt_min_u64(((uint64_t)cols + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
+              mvrt_min_u64((uint64_t)batch, 65535));
+    to_bf16_kernel<<<grid, block, 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+    return mvrt_gpu_get_last_error();
+}
+
 /* Queues our own GEMM (all of gemm_args applied). */
 static inline mvrt_gpu_error_t launch_sgemm(const gemm_args &g, mvrt_gpu_stream_t s)
 {

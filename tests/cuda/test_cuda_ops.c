@@ -249,6 +249,9 @@ static void case_linear(const lcase_t *c)
      * [-1, 1], |terms| <= 1); TF32 rounds the operands to 10-bit mantissas */
     const double sk = sqrt((double)(c->K > 1 ? c->K : 1));
     if (c->math == MVRT_MATH_FAST) check(name, &Y, ref, c->sample != 0, 1e-3 * sk, 5e-3);
+    /* bf16 operands: relative rounding 2^-9 on each (4x TF32's) */
+    else if (c->math == MVRT_MATH_BF16 && strcmp(gemm_mode, "builtin") != 0)
+        check(name, &Y, ref, c->sample != 0, 6e-3 * sk, 2e-2);
     else check(name, &Y, ref, c->sample != 0, 2e-6 * sk + 1e-6, 1e-5);
     free(ref);
     buf_free(&A); buf_free(&B); buf_free(&Y);
@@ -333,7 +336,7 @@ typedef struct ccase {
     int k, stride, pad;
     int bias, residual, act;
     int sampled;
-    int fast; /* MVRT_MATH_FAST: TF32 GEMM on CUDA */
+    int fast; /* 1: MVRT_MATH_FAST (TF32 GEMM on CUDA), 2: MVRT_MATH_BF16 */
 } ccase_t;
 
 static void case_conv2d(const ccase_t *c)
@@ -356,7 +359,7 @@ static void case_conv2d(const ccase_t *c)
     v->kernel = c->k; v->stride = c->stride; v->pad = c->pad;
     v->x = x.h; v->weight = w.h; v->bias = c->bias ? bias.h : NULL; v->residual = c->residual ? res.h : NULL;
     v->y = y.h; v->activation = c->act;
-    v->math = c->fast ? MVRT_MATH_FAST : MVRT_MATH_FP32;
+    v->math = c->fast == 2 ? MVRT_MATH_BF16 : c->fast ? MVRT_MATH_FAST : MVRT_MATH_FP32;
     pd = ph;
     pd.u.conv2d.x = x.d; pd.u.conv2d.weight = w.d; pd.u.conv2d.bias = c->bias ? bias.d : NULL;
     pd.u.conv2d.residual = c->residual ? res.d : NULL; pd.u.conv2d.y = y.d;
@@ -376,7 +379,9 @@ static void case_conv2d(const ccase_t *c)
     }
     run_dev(&pd);
     const double sk = sqrt((double)(c->cin * c->k * c->k));
-    if (c->fast) /* TF32 (10-bit mantissa) products, as the linear's fast cases */
+    if (c->fast == 2 && strcmp(gemm_mode, "builtin") != 0) /* bf16 operands, as the linear's bf16 cases */
+        check(c->name, &y, ref, c->sampled, 6e-3 * sk, 2e-2);
+    else if (c->fast) /* TF32 (10-bit mantissa) products, as the linear's fast cases */
         check(c->name, &y, ref, c->sampled, 1e-3 * sk, 5e-3);
     else
         check(c->name, &y, ref, c->sampled, 1e-6 * sk + 1e-6, 1e-5);
@@ -495,7 +500,7 @@ static void case_graph(void)
 
 /* ---------------------------------------------------------------- cases */
 enum { NONE = MVRT_ACT_NONE, RELU = MVRT_ACT_RELU, GELU = MVRT_ACT_GELU_ERF, GELUT = MVRT_ACT_GELU_TANH, SILU = MVRT_ACT_SILU };
-enum { FP32 = MVRT_MATH_FP32, FAST = MVRT_MATH_FAST };
+enum { FP32 = MVRT_MATH_FP32, FAST = MVRT_MATH_FAST, BF16 = MVRT_MATH_BF16 };
 
 static const lcase_t linear_cases[] = {
     /* name                          batch   M     N    K  ta tb pa pb py sa sb bias act  beta math sample */
@@ -516,6 +521,10 @@ static const lcase_t linear_cases[] = {
     {"linear_mv_fc1_256x196",            1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 64},
     {"linear_mv_fc2_beta1_256x196",      1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 64},
     {"linear_mv_fc1_fast",               1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 64},
+    {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
+    {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
+    {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
+    {"linear_bf16_mv_fc2_beta1",         1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 64},
 };
 
 static const ccase_t conv_cases[] = {
@@ -532,6 +541,8 @@ static const ccase_t conv_cases[] = {
     {"conv2d_mv_56x56x80_s2_b16",   16,  80,  56,  56, 160, 3, 2, 1, 0, 0, NONE, 1, 0},
     {"conv2d_mv_28x28x160_b40_res", 40, 160,  28,  28, 160, 3, 1, 1, 1, 1, NONE, 1, 0},
     {"conv2d_fast_28x28x160",        9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 1},
+    {"conv2d_bf16_28x28x160_s1",     9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 2},
+    {"conv2d_bf16_stem_s2_odd",      3,   3,  33,  31,  32, 3, 2, 1, 1, 0, RELU, 0, 2},
 };
 
 static void run_gemm_cases(void)

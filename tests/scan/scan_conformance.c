@@ -22,7 +22,7 @@
 #include "golden_scan.h"
 
 /* How delta is drawn. */
-enum { DELTA_NORMAL, DELTA_THRESHOLD, DELTA_LARGE };
+enum { DELTA_NORMAL, DELTA_THRESHOLD, DELTA_LARGE, DELTA_NORMAL_NAN_U };
 
 typedef struct conf_case {
     const char *what;
@@ -71,6 +71,10 @@ static const conf_case_t cases[] = {
     {"bf16 long L",              1,  3, 4100,   4, 1, 1, 1, 1, 1, 1, 1, 3, BF16, 0, DELTA_NORMAL, 0},
     {"bf16 threshold",           2,  5,   64,   8, 1, 1, 1, 1, 1, 1, 1, 3, BF16, 0, DELTA_THRESHOLD, 0},
     {"bf16 stride 2 N=256",      1,  3,   65, 256, 1, 1, 1, 1, 1, 1, 1, 3, BF16, 2, DELTA_NORMAL, 0},
+    /* limits (issue #8): rows beyond a 16-bit grid dimension, L = 2^20, NaN */
+    {"Bt*Dm = 66000 > 65535",    2,33000,  3,   2, 1, 1, 1, 1, 1, 1, 1, 3, F32, 0, DELTA_NORMAL, 0},
+    {"L = 2^20",                 1,  1,1048576, 1, 1, 1, 1, 1, 1, 1, 1, 3, F32, 0, DELTA_NORMAL, 0},
+    {"NaN in u propagates",      2,  5,   40,   4, 1, 1, 1, 1, 1, 1, 1, 3, F32, 0, DELTA_NORMAL_NAN_U, 0},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -141,6 +145,14 @@ static int make_inputs(const conf_case_t *k, mvrt_gs_case_t *c)
         c->in[i] = fill(n, lo, hi, dt);
         if (!c->in[i])
             return -1;
+        /* NaN at two steps of two (batch, channel) rows: the reference
+         * (double) says which outputs and gradients become NaN; the backend
+         * must produce NaN exactly there (mvrt_gs_compare) and finite
+         * values everywhere else. */
+        if (i == MVRT_GS_U && k->delta_mode == DELTA_NORMAL_NAN_U && n > k->seqlen + 7) {
+            c->in[i][7] = NAN;
+            c->in[i][n - k->seqlen - 3] = NAN;
+        }
     }
     return 0;
 }
