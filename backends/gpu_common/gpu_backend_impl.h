@@ -65,6 +65,12 @@ typedef struct mvrt_gpu_device {
     mvrt_gpu_stream_t *streams;    /* created and wrapped streams */
     mvrt_gpu_scan_tuning_t tuning;
     mvrt_gpu_op_ctx_t opctx;        /* MambaVision ops: warp width, vendor BLAS hook */
+    /* Fault injection for tests (<prefix>FAIL_OP_AT=N, read at open): the
+     * N-th op_run on this device makes a real vendor error first (a stream
+     * synchronize, which fails and invalidates the capture when the stream
+     * is being captured into a graph) and reports it. */
+    long fail_op_at;
+    long op_runs;                   /* op_run calls so far (atomic) */
 } mvrt_gpu_device_t;
 
 /* ---- vendor BLAS hook: a handle per device, or none (own GEMM kernel) ---- */
@@ -220,6 +226,11 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
     d->opctx.warp_size = d->prop.warpSize;
     mvrt_gpu_blas_open(d);
+    {
+        const char *f = getenv(MVRT_GPU_ENV_PREFIX "FAIL_OP_AT");
+        d->fail_op_at = f ? atol(f) : 0;
+        d->op_runs = 0;
+    }
     *out_device = d;
     return MVRT_OK;
 fail:
@@ -550,6 +561,12 @@ static mvrt_status_t mvrt_gpu_op_run_entry(void *device, void *stream, const mvr
 {
     mvrt_gpu_device_t *d = device;
     ENTER(d);
+    if (d->fail_op_at > 0 && __atomic_add_fetch(&d->op_runs, 1, __ATOMIC_RELAXED) == d->fail_op_at) {
+        gpuError_t fe = gpuStreamSynchronize(mvrt_gpu_native(stream));
+        (void)gpuGetLastError();
+        return mvrt_gpu_fail(fe != gpuSuccess ? fe : gpuErrorInvalidValue,
+                             "MambaVision op (fault injected by " MVRT_GPU_ENV_PREFIX "FAIL_OP_AT)");
+    }
     gpuError_t e = gpuSuccess;
     char msg[256];
     switch (mvrt_gpu_op_run(p, scratch, &d->opctx, mvrt_gpu_native(stream), &e, msg, sizeof msg)) {

@@ -57,7 +57,10 @@ MVRT_API mvrt_status_t mvrt_buffer_fill(mvrt_stream_t *stream, mvrt_buffer_t *bu
  * the backend the buffers belong to. */
 MVRT_API mvrt_status_t mvrt_stream_create(mvrt_backend_t *backend, mvrt_stream_t **out_stream);
 /* Wraps a foreign native stream (cudaStream_t / hipStream_t as void*); mvrt
- * never destroys it. The CPU backend accepts NULL only. */
+ * never destroys it. The CPU backend accepts NULL only. The native stream
+ * must outlive the wrapper: destroying it while mvrt still holds the wrapper
+ * (or has work queued on it) is the caller's error, which mvrt cannot
+ * detect; the vendor runtime's behaviour then applies. */
 MVRT_API mvrt_status_t mvrt_stream_wrap(mvrt_backend_t *backend, void *native_stream,
                                         mvrt_stream_t **out_stream);
 MVRT_API mvrt_status_t mvrt_stream_synchronize(mvrt_stream_t *stream);

@@ -1,6 +1,7 @@
 /* MambaVision models and graphs through the public API on one backend.
  * usage: test_model_api --backend NAME --golden-dir DIR
  * What each part checks is in tests/model/CMakeLists.txt. */
+#define _GNU_SOURCE /* setenv */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -368,6 +369,95 @@ done:
     mvrt_model_destroy(m);
 }
 
+/* GPU backends: a vendor error in the middle of a graph capture
+ * (<PREFIX>FAIL_OP_AT=N makes the N-th op synchronize its stream, which
+ * fails and invalidates the capture), and in an op-by-op run. The runtime
+ * must end the capture, fall back to running op by op and still give the
+ * right output; an error outside capture is reported with its message, and
+ * the next run works again. */
+static void test_gpu_faults(mvrt_backend_t *be)
+{
+    const char *name = mvrt_backend_name(be);
+    const char *env = !strcmp(name, "cuda") ? "MVRT_CUDA_FAIL_OP_AT" : "MVRT_HIP_FAIL_OP_AT";
+    mvrt_model_config_t c = small_network();
+    mvrt_graph_options_t o = {3, 37, 45, 0, 0};
+    /* reference: no fault */
+    mvrt_model_t *m = NULL;
+    mvrt_graph_t *g = NULL;
+    mvrt_stream_t *s = NULL;
+    CHECK_OK(mvrt_model_init_random(be, &c, 42, &m));
+    CHECK_OK(mvrt_graph_create(m, &o, &g));
+    CHECK_OK(mvrt_stream_create(be, &s));
+    if (!m || !g || !s)
+        return;
+    const int64_t nin = numel_of(g, 0), nout = numel_of(g, 1);
+    float *in = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *out = malloc((size_t)nout * 4);
+    fill(in, nin, 5);
+    CHECK_OK(run_host(g, s, in, ref));
+    mvrt_graph_stats_t gs;
+    CHECK_OK(mvrt_graph_get_stats(g, &gs));
+    const int64_t nodes = gs.nodes;
+    mvrt_stream_destroy(s);
+    mvrt_graph_destroy(g);
+    mvrt_model_destroy(m);
+
+    /* 1: the 5th op fails while the first run is being captured */
+    setenv(env, "5", 1);
+    mvrt_backend_t *fb = NULL;
+    CHECK_OK(mvrt_backend_open(name, &fb));
+    unsetenv(env);
+    m = NULL, g = NULL, s = NULL;
+    if (fb) {
+        CHECK_OK(mvrt_model_init_random(fb, &c, 42, &m));
+        CHECK_OK(mvrt_graph_create(m, &o, &g));
+        CHECK_OK(mvrt_stream_create(fb, &s));
+    }
+    if (g && s) {
+        CHECK_OK(run_host(g, s, in, out));
+        double scale = 0;
+        const double worst = max_diff(ref, out, nout, &scale);
+        printf("fault during capture: recovered op by op, max |diff| %.3g (scale %.3g)\n", worst, scale);
+        CHECK(worst <= 1e-5 * (scale > 1 ? scale : 1));
+        CHECK_OK(mvrt_graph_get_stats(g, &gs));
+        CHECK(gs.captured == 0);
+        CHECK_OK(run_host(g, s, in, out)); /* and keeps working */
+        CHECK(max_diff(ref, out, nout, &scale) <= 1e-5 * (scale > 1 ? scale : 1));
+    }
+    mvrt_stream_destroy(s);
+    mvrt_graph_destroy(g);
+    mvrt_model_destroy(m);
+    mvrt_backend_close(fb);
+
+    /* 2: no capture; an op of the second run fails: a clear error, then
+     * the third run works */
+    char at[32];
+    snprintf(at, sizeof at, "%lld", (long long)(nodes + 3));
+    setenv(env, at, 1);
+    setenv("MVRT_GRAPH_CAPTURE", "0", 1);
+    fb = NULL, m = NULL, g = NULL, s = NULL;
+    CHECK_OK(mvrt_backend_open(name, &fb));
+    unsetenv(env);
+    if (fb) {
+        CHECK_OK(mvrt_model_init_random(fb, &c, 42, &m));
+        CHECK_OK(mvrt_graph_create(m, &o, &g));
+        CHECK_OK(mvrt_stream_create(fb, &s));
+    }
+    if (g && s) {
+        CHECK_OK(run_host(g, s, in, out));
+        CHECK_ERR(run_host(g, s, in, out), MVRT_ERR_DEVICE, "fault injected");
+        CHECK_OK(mvrt_stream_synchronize(s));
+        CHECK_OK(run_host(g, s, in, out));
+        double scale = 0;
+        CHECK(max_diff(ref, out, nout, &scale) <= 1e-5 * (scale > 1 ? scale : 1));
+    }
+    unsetenv("MVRT_GRAPH_CAPTURE");
+    mvrt_stream_destroy(s);
+    mvrt_graph_destroy(g);
+    mvrt_model_destroy(m);
+    mvrt_backend_close(fb);
+    free(in), free(ref), free(out);
+}
+
 /* Blocks at L = 1 and an odd L, each kind, with layer scale. */
 static void test_blocks(mvrt_backend_t *be)
 {
@@ -423,6 +513,8 @@ int main(int argc, char **argv)
     test_blocks(be);
     test_network_graphs(be);
     test_presets(be);
+    if (strcmp(mvrt_backend_name(be), "cpu") != 0)
+        test_gpu_faults(be);
     mvrt_backend_close(be);
     TEST_END();
 }
