@@ -130,9 +130,11 @@ if [[ " $parts " == *" tsan "* ]]; then
     test_cpu_backend test_scan_validation test_plugin_loading \
     $(for t in $targets; do printf '%s_replay ' "$t"; done)
 
+  # test_fault_injection is left out here: its 767 failure points take ~8 min
+  # under TSan on 2 cores; it runs in the Release and ASan suites.
   stamp "tsan: concurrency, runtime and fuzz-replay tests"
   if ! TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 allocator_may_return_null=1" \
-       ctest --test-dir "$tsan_build" -L 'concurrency|runtime|fuzz' --output-on-failure \
+       ctest --test-dir "$tsan_build" -L 'concurrency|runtime|fuzz' -E test_fault_injection --output-on-failure \
          -j "$jobs"; then
     status=1
   fi
