@@ -152,9 +152,43 @@ __global__ void __launch_bounds__(256) conv_gather_kernel(mvrt_conv2d_params_t p
         }
 }
 
+/* conv_gather_kernel four positions at a time, for nsp % 4 == 0 and
+ * 16-byte aligned T, y and residual. */
+__global__ void __launch_bounds__(256) conv_gather_vec4_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb,
+                                                               const float *T)
+{
+    const int64_t nsp = p.out_h * p.out_w, cout = p.out_channels, n4 = nsp / 4;
+    for (int64_t img = blockIdx.z; img < nb; img += gridDim.z)
+        for (int64_t co = blockIdx.y; co < cout; co += gridDim.y) {
+            const float4 *t = (const float4 *)(T + co * nb * nsp + img * nsp);
+            const int64_t off = ((b0 + img) * cout + co) * nsp;
+            float4 *y = (float4 *)(p.y + off);
+            const float4 *r = p.residual ? (const float4 *)(p.residual + off) : nullptr;
+            const float bias = p.bias ? p.bias[co] : 0.f;
+            for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+                float4 v = t[i];
+                v.x = act_apply(p.activation, v.x + bias), v.y = act_apply(p.activation, v.y + bias);
+                v.z = act_apply(p.activation, v.z + bias), v.w = act_apply(p.activation, v.w + bias);
+                if (r) {
+                    const float4 q = r[i];
+                    v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
+                }
+                y[i] = v;
+            }
+        }
+}
+
 static inline mvrt_gpu_error_t launch_conv_gather(const mvrt_conv2d_params_t &p, const conv2d_plan &c, int64_t b0,
                                                   int64_t nb, const float *T, mvrt_gpu_stream_t s)
 {
+    if (c.nsp % 4 == 0 && ((uintptr_t)T & 15u) == 0 && ((uintptr_t)p.y & 15u) == 0 &&
+        (!p.residual || ((uintptr_t)p.residual & 15u) == 0)) {
+        const int64_t bx = (c.nsp / 4 + 255) / 256;
+        dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)(p.out_channels < 65535 ? p.out_channels : 65535),
+                  (unsigned)(nb < 65535 ? nb : 65535));
+        conv_gather_vec4_kernel<<<grid, 256, 0, s>>>(p, b0, nb, T);
+        return mvrt_gpu_get_last_error();
+    }
     const int64_t bx = (c.nsp + 255) / 256;
     dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)(p.out_channels < 65535 ? p.out_channels : 65535),
               (unsigned)(nb < 65535 ? nb : 65535));
