@@ -9,13 +9,15 @@
  *   compute each channel along t with the taps as the outer loop, so the
  *          inner loop is a contiguous axpy GCC vectorizes;
  *   store  to y, again in y's contiguous order.
- * The SiLU uses its own branch-free exp (dw_silu) so that it vectorizes too.
+ * The SiLU is the branch-free one of ops/common/cpu_vmath.h (no libm call),
+ * so that it vectorizes too.
  * Tiles are independent tasks over (batch, channel tile, length tile).
  * Widths too large for the tile buffer take a direct strided loop. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "ops/common/cpu_vmath.h"
 #include "ops/mv/mv_kernels.h"
 
 #define DW_CB 32
@@ -32,57 +34,6 @@
 #else
 #define DW_CLONES
 #endif
-
-static inline uint32_t dw_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static inline float dw_float(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-/* silu(a) = a / (1 + exp(-a)), written so that loops over it vectorize:
- * the libm expf is a scalar call and would cost more than the convolution,
- * and GCC will not if-convert float selects here (trapping math), so the
- * selects are done on the bit patterns.
- * With e = exp(-|a|) in (0, 1]: a >= 0 gives a / (1 + e) directly, a < 0
- * gives a e / (1 + e) (numerator and denominator multiplied by e), so the
- * exp never overflows. exp(y), y <= 0: y clamped to >= -87 (keeps 2^n a
- * normal float; e is then 1.6e-38 instead of smaller, invisible next to 1),
- * Cody-Waite reduction y = n ln2 + r with |r| <= ln2/2, degree-7 Taylor
- * polynomial for exp(r) (truncation < 1e-8 relative; ~2 ulp overall), 2^n
- * built in the exponent bits. */
-static inline float dw_silu(float a)
-{
-    const uint32_t ua = dw_bits(a);
-    uint32_t uy = ua | 0x80000000u;                 /* -|a| */
-    const uint32_t lim = 0xC2AE0000u;               /* -87.0f; larger = more negative */
-    uy = uy < lim ? uy : lim;
-    const float y = dw_float(uy);
-    const float magic = 12582912.0f;  /* 1.5 * 2^23: adding it rounds to integer */
-    const float t = y * 1.44269504088896341f + magic;
-    const float n = t - magic;
-    float r = y - n * 0.693145751953125f;
-    r = r - n * 1.428606765330187e-06f;
-    float q = 1.0f / 5040.0f;
-    q = q * r + 1.0f / 720.0f;
-    q = q * r + 1.0f / 120.0f;
-    q = q * r + 1.0f / 24.0f;
-    q = q * r + 1.0f / 6.0f;
-    q = q * r + 0.5f;
-    q = q * r + 1.0f;
-    q = q * r + 1.0f;
-    const float e = q * dw_float((dw_bits(t) - dw_bits(magic) + 127u) << 23);
-    const uint32_t neg = 0u - (ua >> 31);           /* all ones when a < 0 */
-    const float f = dw_float((dw_bits(1.0f) & ~neg) | (dw_bits(e) & neg));
-    return a * f / (1.0f + e);
-}
 
 static inline int64_t dw_abs(int64_t v) { return v < 0 ? -v : v; }
 
@@ -138,7 +89,7 @@ DW_CLONES static void dw_tile(const mvrt_dwconv1d_params_t *p, int64_t b, int64_
                 acc[t] += wj * xr[t + j];
         }
         for (int t = 0; t < nl; t++)
-            acc[t] = dw_silu(acc[t]);
+            acc[t] = mvrt_silu_v(acc[t]);
     }
 
     if (dw_abs(yst[1]) < dw_abs(yst[2])) {
@@ -171,7 +122,7 @@ static void dw_direct(const mvrt_dwconv1d_params_t *p, int64_t b, int64_t c)
             if (s >= 0 && s < L)
                 acc += w[j] * xr[s * p->x_stride[2]];
         }
-        yr[l * p->y_stride[2]] = dw_silu(acc);
+        yr[l * p->y_stride[2]] = mvrt_silu_v(acc);
     }
 }
 

@@ -28,97 +28,13 @@ void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 #endif
 
+#include "ops/common/cpu_vmath.h"
 #include "ops/linear/linear_cpu_gemm.h"
 #include "ops/mv/mv_kernels.h"
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
 #define MVRT_GEMM_X86 1
 #endif
-
-/* ---- activations in float ------------------------------------------------
- * Branch-free (selects, no calls into libm) so that a loop over a row of
- * them vectorizes: erff/tanhf cost more than the GEMM itself on MLP-sized
- * rows. Relative error a few float ulps (see the fits below). */
-
-/* exp(x) for x in [-87, 88] (clamped outside: callers only divide by
- * 1 + exp(.), where the clamp is invisible): x = n ln2 + r, |r| <= ln2/2,
- * degree-7 Taylor polynomial of e^r (error < 1e-8), times 2^n made from
- * bits. n comes from the bits of the rounding sum, not a float->int
- * conversion, so a NaN input just yields NaN. */
-static inline float mvrt_expf_v(float x)
-{
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    const float t = x * 1.44269504088896341f + magic;
-    const float n = t - magic;
-    const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f; /* ln2 in two parts */
-    float q = 1.0f / 5040.0f;
-    q = q * r + 1.0f / 720.0f;
-    q = q * r + 1.0f / 120.0f;
-    q = q * r + 1.0f / 24.0f;
-    q = q * r + 1.0f / 6.0f;
-    q = q * r + 0.5f;
-    q = q * r + 1.0f;
-    q = q * r + 1.0f;
-    uint32_t tb;
-    memcpy(&tb, &t, sizeof tb);
-    const uint32_t sb = (tb - 0x4B400000u + 127u) << 23; /* 2^n */
-    float s;
-    memcpy(&s, &sb, sizeof s);
-    return q * s;
-}
-
-static inline float mvrt_silu_v(float x) { return x / (1.0f + mvrt_expf_v(-x)); }
-
-/* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3);
- * the sigmoid form keeps relative accuracy for negative x. */
-static inline float mvrt_gelu_tanh_v(float x)
-{
-    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return x / (1.0f + mvrt_expf_v(-2.0f * u));
-}
-
-/* 0.5 x (1 + erf(x / sqrt 2)) through erfc(z), z = |x| / sqrt 2:
- *   z < 1:      erfc = 1 - z PA(z^2)       (erf(z)/z, Chebyshev fit, rel
- *                                           error 1.3e-9 in exact math)
- *   1 <= z < 4: erfc = exp(-z^2) PB(z)     (erfc(z) e^(z^2), fit rel 3.4e-8)
- *   z >= 4:     erfc = 0                   (erfc(4) = 1.5e-8)
- * then gelu = x - x erfc/2 for x >= 0 and x erfc/2 for x < 0, which
- * keeps the tiny negative tail accurate instead of cancelling 1 + erf. */
-static inline float mvrt_gelu_erf_v(float x)
-{
-    const float z = (x < 0.0f ? -x : x) * 0.70710678118654752f;
-    const float ua = 2.0f * (z * z) - 1.0f; /* z^2 in [0, 1] -> [-1, 1] */
-    float pa = 1.230605449e-06f;
-    pa = pa * ua - 1.766906826e-05f;
-    pa = pa * ua + 2.175135451e-04f;
-    pa = pa * ua - 2.285419498e-03f;
-    pa = pa * ua + 1.985249668e-02f;
-    pa = pa * ua - 1.405360997e-01f;
-    pa = pa * ua + 9.654687643e-01f;
-    const float ea = 1.0f - z * pa;
-    const float zb = z < 1.0f ? 1.0f : (z > 4.0f ? 4.0f : z);
-    const float ub = (2.0f * zb - 5.0f) * (1.0f / 3.0f); /* [1, 4] -> [-1, 1] */
-    float pb = -3.566417945e-05f;
-    pb = pb * ub + 9.629120177e-05f;
-    pb = pb * ub - 1.474161400e-04f;
-    pb = pb * ub + 3.681510861e-04f;
-    pb = pb * ub - 1.013662550e-03f;
-    pb = pb * ub + 2.425638959e-03f;
-    pb = pb * ub - 5.568837747e-03f;
-    pb = pb * ub + 1.248412300e-02f;
-    pb = pb * ub - 2.700545825e-02f;
-    pb = pb * ub + 5.611094832e-02f;
-    pb = pb * ub - 1.115210205e-01f;
-    pb = pb * ub + 2.108063549e-01f;
-    const float eb = mvrt_expf_v(-(zb * zb)) * pb;
-    const float ec = z < 1.0f ? ea : (z < 4.0f ? eb : 0.0f);
-    /* Both arms computed, then a select: with the default -ftrapping-math,
-     * GCC will not if-convert (vectorize) a conditional float operation. */
-    const float hx = 0.5f * x * ec, pos = x - hx;
-    return x >= 0.0f ? pos : hx;
-}
 
 float mvrt_cpu_activation(int activation, float x)
 {

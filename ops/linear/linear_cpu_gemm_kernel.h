@@ -90,7 +90,7 @@ static GK_ATTR void GK(pack_b)(const mvrt_cpu_gemm_t *g, int64_t p0, int64_t kc,
 }
 
 /* ---- activations on whole vectors ------------------------------------
- * The same formulas as the scalar helpers in linear_cpu.c (mvrt_expf_v
+ * The same formulas as the scalar helpers in ops/common/cpu_vmath.h (mvrt_expf_v
  * and friends), written on vector types: GCC does not if-convert the
  * scalar forms into vector code under the default -ftrapping-math, and
  * erff / tanhf calls cost more than the GEMM on MLP-sized rows. Selects
