@@ -140,8 +140,10 @@ static void print_profile(mvrt_mr_t *mr)
     free(ops);
 }
 
-static int run_row(const char *backend, const bench_row_t *row, int threads, int reps, int profile, float *out_ms,
-                   double *out_flops, char *err, size_t errlen)
+/* Times the row's graph. With keep != NULL the opened runner is handed
+ * back (for the profile) and the caller closes it. */
+static int run_row(const char *backend, const bench_row_t *row, int threads, int reps, mvrt_mr_t *keep,
+                   float *out_ms, double *out_flops, char *err, size_t errlen)
 {
     mvrt_mr_spec_t spec;
     memset(&spec, 0, sizeof spec);
@@ -172,9 +174,10 @@ static int run_row(const char *backend, const bench_row_t *row, int threads, int
     mvrt_graph_get_stats(mr.graph[0], &gs);
     *out_flops = gs.flops;
     int rc = time_graph(&mr, reps, out_ms, err, errlen);
-    if (rc == 0 && profile)
-        print_profile(&mr);
-    mvrt_mr_close(&mr);
+    if (rc == 0 && keep)
+        *keep = mr;
+    else
+        mvrt_mr_close(&mr);
     return rc;
 }
 
@@ -228,14 +231,15 @@ int mvrt_bench_model(int argc, char **argv)
         double flops = 0;
         char err[1024];
         int reps = on_cpu ? 3 : (row->batch > 64 ? 20 : 200);
-        if (run_row(name, row, 0, reps, 0, &ms, &flops, err, sizeof err) != 0) {
+        mvrt_mr_t kept;
+        if (run_row(name, row, 0, reps, profile ? &kept : NULL, &ms, &flops, err, sizeof err) != 0) {
             printf("%-40s ERROR: %s\n", row->name, err);
             failures++;
             continue;
         }
         printf("%-40s %10.3f %12.1f %9.2f", row->name, ms, (double)row->batch * 1e3 / ms, flops / (ms * 1e9));
         if (on_cpu) {
-            if (run_row(name, row, 1, reps, 0, &ms1, &flops, err, sizeof err) == 0)
+            if (run_row(name, row, 1, reps, NULL, &ms1, &flops, err, sizeof err) == 0)
                 printf(" %12s %9s (%.2f ms, %.2fx)\n", "-", "-", ms1, ms1 / ms);
             else
                 printf("  (1 thread: %s)\n", err);
@@ -247,9 +251,8 @@ int mvrt_bench_model(int argc, char **argv)
             printf("\n");
         }
         if (profile) {
-            float pms;
-            if (run_row(name, row, 0, 1, 1, &pms, &flops, err, sizeof err) != 0)
-                printf("    profile: %s\n", err);
+            print_profile(&kept);
+            mvrt_mr_close(&kept);
         }
         fflush(stdout);
     }

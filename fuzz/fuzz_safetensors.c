@@ -11,17 +11,6 @@
 #include "fuzz_util.h"
 #include "mvrt/safetensors.h"
 
-static size_t elem_size(mvrt_dtype_t t)
-{
-    switch (t) {
-    case MVRT_DTYPE_F32: case MVRT_DTYPE_I32: return 4;
-    case MVRT_DTYPE_F16: case MVRT_DTYPE_BF16: return 2;
-    case MVRT_DTYPE_F64: case MVRT_DTYPE_I64: return 8;
-    case MVRT_DTYPE_U8: return 1;
-    default: return 0;
-    }
-}
-
 /* Reads every byte so that an out-of-bounds range is an ASan report (the
  * volatile sink keeps the compiler from dropping the reads). */
 static volatile unsigned sink;
@@ -40,7 +29,7 @@ static void check_tensor(const mvrt_safetensors_t *f, size_t index)
     FUZZ_CHECK(mvrt_safetensors_at(f, index, &t) == MVRT_OK);
     FUZZ_CHECK(t.name != NULL);
     FUZZ_CHECK(t.rank >= 0 && t.rank <= 8);
-    size_t es = elem_size(t.dtype);
+    size_t es = mvrt_dtype_size(t.dtype);
     FUZZ_CHECK(es != 0);
     /* numel * esize == nbytes, computed with overflow checks (a zero
      * dimension makes the tensor empty). */

@@ -16,21 +16,8 @@
 
 #include "mvrt/mvrt.h"
 #include "test_util.h"
+#include "small_network.h"
 #include "tools/model_run.h"
-
-static mvrt_model_config_t small_network(void)
-{
-    mvrt_model_config_t c;
-    memset(&c, 0, sizeof c);
-    c.kind = MVRT_MODEL_NETWORK;
-    c.dim = 16, c.in_dim = 8, c.in_chans = 3, c.num_classes = 7;
-    c.mlp_ratio = 2, c.qkv_bias = 1, c.d_state = 8, c.d_conv = 3;
-    int depths[4] = {1, 1, 3, 2}, heads[4] = {1, 2, 2, 4}, windows[4] = {4, 4, 3, 2};
-    memcpy(c.depths, depths, sizeof depths);
-    memcpy(c.heads, heads, sizeof heads);
-    memcpy(c.windows, windows, sizeof windows);
-    return c;
-}
 
 /* Runs the small network on a batch of `batch`, split over `devices`
  * (NULL: one device), and returns the logits (malloc'ed) or NULL. */
