@@ -225,6 +225,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         }
     }
     d->opctx.warp_size = d->prop.warpSize;
+    d->opctx.sm_count = d->prop.multiProcessorCount;
     mvrt_gpu_blas_open(d);
     {
         const char *f = getenv(MVRT_GPU_ENV_PREFIX "FAIL_OP_AT");

@@ -24,12 +24,41 @@ using namespace mvrt_mv_gpu;
 
 namespace {
 
-/* Y = beta*Y + act(op(A) op(B) + bias) + R. */
-int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s, gpuError_t *err, char *msg,
-             size_t msg_n)
+/* Split-K of small GEMMs on the vendor path. A GEMM whose output has few
+ * tiles (batch 1: M = 196 tokens at MambaVision batch 1) leaves most SMs
+ * idle while each of its blocks walks the whole K (measured on an H100:
+ * M 196, N 320, K 1280 at 4.6 TFLOP/s). Cutting K into S equal slices,
+ * computed as one strided-batched vendor GEMM into S dense partial products
+ * that the epilogue sums in slice order, multiplies the blocks by S; the
+ * sum order is fixed, so results stay bitwise reproducible. S is a pure
+ * function of the shape and the SM count (the same on the scratch query
+ * and the run; equal on equal devices): the largest power of two <= 16 with
+ * (128x128 tiles) * S <= SMs, K / S >= 64 and S equal slices of K, and
+ * at most 2^20 partial elements. */
+int gemm_splits(int64_t batch, int64_t M, int64_t N, int64_t K, const mvrt_gpu_op_ctx_t *ctx)
+{
+    if (!ctx->gemm || batch != 1 || ctx->sm_count <= 0 || M <= 0 || N <= 0) return 1;
+    const int64_t tiles = ((M + 127) / 128) * ((N + 127) / 128);
+    int s = 1;
+    while (s < 16 && tiles * s * 2 <= ctx->sm_count && K % (2 * s) == 0 && K / (2 * s) >= 64 &&
+           M * N * 2 * s <= ((int64_t)1 << 20))
+        s *= 2;
+    return s;
+}
+int64_t splitk_bytes(int64_t batch, int64_t M, int64_t N, int64_t K, const mvrt_gpu_op_ctx_t *ctx)
+{
+    const int s = gemm_splits(batch, M, N, K, ctx);
+    return s > 1 ? (M * N * s * (int64_t)sizeof(float) + 255) / 256 * 256 : 0;
+}
+
+/* Y = beta*Y + act(op(A) op(B) + bias) + R. `partials`: scratch of
+ * splitk_bytes() for this shape (NULL when that is 0). */
+int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *partials, gpuStream_t s,
+             gpuError_t *err, char *msg, size_t msg_n)
 {
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_OP_OK;
     if (ctx->gemm && g.K > 0) {
+        const int S = partials ? gemm_splits(g.batch, g.M, g.N, g.K, ctx) : 1;
         mvrt_gpu_gemm_t v;
         v.batch = g.batch; v.M = g.M; v.N = g.N; v.K = g.K;
         v.A = g.A; v.lda = g.lda; v.sa = g.sa; v.ta = g.ta;
@@ -38,9 +67,18 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, gpuStre
         v.beta = g.beta;
         v.math = math;
         v.bf16_operands = 0;
+        if (S > 1) {
+            /* slice k of K: columns [k*Ks, (k+1)*Ks) of op(A), rows of op(B) */
+            const int64_t Ks = g.K / S;
+            v.batch = S; v.K = Ks;
+            v.sa = g.ta ? Ks * g.lda : Ks;
+            v.sb = g.tb ? Ks : Ks * g.ldb;
+            v.Y = partials; v.ldy = g.N; v.sy = g.M * g.N;
+            v.beta = 0.f;
+        }
         const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
         if (rc == MVRT_GPU_GEMM_OK) {
-            const gpuError_t e = launch_epilogue(g, s);
+            const gpuError_t e = S > 1 ? launch_splitk_epilogue(g, partials, S, s) : launch_epilogue(g, s);
             if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
             return MVRT_GPU_OP_OK;
         }
@@ -104,6 +142,11 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
     return MVRT_GPU_OP_OK;
 }
 
+int64_t linear_splitk_bytes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
+{
+    return splitk_bytes(p.batch, p.M, p.N, p.K, ctx);
+}
+
 int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
                gpuError_t *err, char *msg, size_t msg_n)
 {
@@ -121,7 +164,23 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
         const int rc = run_linear_bf16(g, p, scratch, ctx, s, err, msg, msg_n);
         if (rc >= 0) return rc;
     }
-    return run_gemm(g, p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math, ctx, s, err, msg, msg_n);
+    /* fp32 / TF32; split only into a scratch planned for it (a bf16 linear
+     * the vendor GEMM declined, or a caller without scratch, runs unsplit) */
+    float *partials = !use_bf16(p.math, ctx) && linear_splitk_bytes(p, ctx) > 0 ? (float *)scratch : nullptr;
+    return run_gemm(g, p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math, ctx, partials, s, err, msg, msg_n);
+}
+
+/* Split-K partials of a conv's GEMM follow the plan's scratch; the largest
+ * GEMM of the op (a full chunk, or the 1x1 conv's batched GEMM) sizes them. */
+int64_t conv_splitk_offset(const conv2d_plan &c) { return align256(c.scratch); }
+int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, const mvrt_gpu_op_ctx_t *ctx)
+{
+    if (c.bf16 || p.batch <= 0 || c.nsp <= 0) return 0;
+    if (c.direct) return splitk_bytes(p.batch, p.out_channels, c.nsp, c.kdim, ctx);
+    const int64_t nb = p.batch < c.chunk ? p.batch : c.chunk, last = p.batch % nb;
+    const int64_t full = splitk_bytes(1, p.out_channels, nb * c.nsp, c.kdim, ctx);
+    const int64_t tail = last > 0 ? splitk_bytes(1, p.out_channels, last * c.nsp, c.kdim, ctx) : 0;
+    return full > tail ? full : tail;
 }
 
 int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
@@ -144,7 +203,9 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         g.R = p.residual; g.ldr = c.nsp; g.sr = out_img;
         g.act = p.activation;
         g.beta = 0.f;
-        return run_gemm(g, math, ctx, s, err, msg, msg_n);
+        float *partials = scratch && splitk_bytes(g.batch, g.M, g.N, g.K, ctx) > 0
+                              ? (float *)((char *)scratch + conv_splitk_offset(c)) : nullptr;
+        return run_gemm(g, math, ctx, partials, s, err, msg, msg_n);
     }
     /* im2col_kernel indexes one image's pixels with 32-bit integers */
     if (c.nsp > INT32_MAX || p.in_h * p.in_w > INT32_MAX) {
@@ -194,7 +255,9 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         g.R = nullptr; g.ldr = 0; g.sr = 0;
         g.act = MVRT_ACT_NONE;
         g.beta = 0.f;
-        const int rc = run_gemm(g, math, ctx, s, err, msg, msg_n);
+        float *partials = splitk_bytes(1, g.M, g.N, g.K, ctx) > 0 ? (float *)((char *)scratch + conv_splitk_offset(c))
+                                                                   : nullptr;
+        const int rc = run_gemm(g, math, ctx, partials, s, err, msg, msg_n);
         if (rc != MVRT_GPU_OP_OK) return rc;
         e = launch_conv_gather(p, c, b0, nb, T, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
@@ -206,9 +269,15 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
 
 extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (p->kind == MVRT_OP_CONV2D)
-        return (size_t)make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx)).scratch;
-    if (p->kind == MVRT_OP_LINEAR && use_bf16(p->u.linear.math, ctx)) return (size_t)linear_bf16_scratch(p->u.linear);
+    if (p->kind == MVRT_OP_CONV2D) {
+        const conv2d_plan c = make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx));
+        const int64_t split = conv_splitk_bytes(p->u.conv2d, c, ctx);
+        return (size_t)(split > 0 ? conv_splitk_offset(c) + split : c.scratch);
+    }
+    if (p->kind == MVRT_OP_LINEAR) {
+        if (use_bf16(p->u.linear.math, ctx)) return (size_t)linear_bf16_scratch(p->u.linear);
+        return (size_t)linear_splitk_bytes(p->u.linear, ctx);
+    }
     return 0;
 }
 
@@ -222,7 +291,7 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, s); break;
-    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, s); break;
+    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_WINDOW_PARTITION: e = launch_window(p->u.window, false, s); break;
     case MVRT_OP_WINDOW_REVERSE: e = launch_window(p->u.window, true, s); break;

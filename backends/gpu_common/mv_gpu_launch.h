@@ -40,6 +40,7 @@ typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t
 /* What the launchers need to know of the device. */
 typedef struct mvrt_gpu_op_ctx {
     int warp_size;          /* the device's warp width (32 or 64) */
+    int sm_count;           /* multiprocessors: sizes the split-K of small GEMMs */
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
 } mvrt_gpu_op_ctx_t;

@@ -5,11 +5,14 @@
  * HIP for the HIP backend (MVRT_GPU_HOST_HIP); gpu_host_api.h maps the few
  * runtime names used here.
  *
- * Path choice: the row kernels (one thread per channel row, N <= 16,
- * variable B and C) wherever they apply, the general kernels otherwise.
+ * Path choice, forward: the row kernels (one thread per channel row,
+ * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
+ * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
+ * 1), else the general kernels. Backward: the row kernels, else the general kernels.
  * Tuning knobs read once from the environment (benchmarks compare variants;
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
+ *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernel for every forward it supports
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels
  *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the row kernels
  * A thread-per-row override (tuning->tpr_override) also selects the general
@@ -25,6 +28,7 @@ using namespace mvrt_scan_gpu;
 namespace {
 struct knobs {
     int force_general;
+    int force_lanes;
     int rows_max;
     int t_fwd;
 };
@@ -34,6 +38,7 @@ const knobs &get_knobs()
         knobs v;
         const char *s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_PATH");
         v.force_general = s && strcmp(s, "general") == 0;
+        v.force_lanes = s && strcmp(s, "lanes") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_ROWS");
         v.rows_max = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_T");
@@ -56,8 +61,14 @@ int sm_count()
 bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const int rows = get_knobs().rows_max; /* an explicit tile width asks for the row kernels */
-    if (get_knobs().force_general || t->tpr_override != 0) return false;
+    if (get_knobs().force_general || get_knobs().force_lanes || t->tpr_override != 0) return false;
     return rows > 0 ? row_path_supported(*p, 0) : row_path_supported(*p, sm_count());
+}
+/* forward only (the backward has no lanes kernel) */
+bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    if (get_knobs().force_general || t->tpr_override != 0) return false;
+    return get_knobs().force_lanes ? lanes_path_supported(*p) : lanes_path_preferred(*p, sm_count());
 }
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
@@ -84,6 +95,14 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
             case MVRT_SCAN_BF16: return launch_fwd_row_typed<mvrt_gpu_bf16>(k, c, s);
             default: return gpuErrorInvalidValue;
             }
+        }
+    }
+    if (use_lanes(p, t)) {
+        switch (p->input_dtype) {
+        case MVRT_SCAN_F32: return launch_fwd_lanes_typed<float>(*p, t->warp_size, s);
+        case MVRT_SCAN_F16: return launch_fwd_lanes_typed<mvrt_gpu_half>(*p, t->warp_size, s);
+        case MVRT_SCAN_BF16: return launch_fwd_lanes_typed<mvrt_gpu_bf16>(*p, t->warp_size, s);
+        default: return gpuErrorInvalidValue;
         }
     }
     const config c = cfg_for(p, 0, t);
@@ -155,6 +174,12 @@ extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, con
                      c.ntiles, c.threads, c.smem);
             return;
         }
+    }
+    if (!bwd && use_lanes(p, t)) {
+        snprintf(buf, n, "lanes ns=%d T=%d threads=%d",
+                 p->dstate <= 1 ? 1 : p->dstate <= 2 ? 2 : p->dstate <= 4 ? 4 : p->dstate <= 8 ? 8 : 16,
+                 MVRT_SCAN_LANES_T, t->warp_size);
+        return;
     }
     const config c = cfg_for(p, bwd, t);
     snprintf(buf, n, "general npt=%d tpr=%d tb=%d ch=%d ntiles=%d threads=%d ts=%d smem=%zu", c.npt, c.tpr, c.tb,

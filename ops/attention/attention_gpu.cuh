@@ -3,7 +3,8 @@
  * backends/gpu_common/mv_gpu_launch.cu.
  *
  * Fused path (head_dim <= 64): one block of 64 threads per (batch, head,
- * tile of 64 queries), one query per thread. The query row (pre-scaled by
+ * tile of 64 queries), one query per thread (with few blocks: 16 queries
+ * per block, 4 threads per query, see launch_attention). The query row (pre-scaled by
  * scale * log2 e, so the softmax uses exp2) and the output accumulator live
  * in registers (D floats each, D = head_dim rounded up to a multiple of 8, a
  * template parameter; the padding columns are zeros). Keys and values of the
@@ -34,9 +35,10 @@ namespace mvrt_mv_gpu {
 #define MVRT_ATT_SUB 16 /* keys scored at once in registers */
 #define MVRT_ATT_LOG2E 1.4426950408889634f
 
-template <int D>
-__global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_params_t p)
+template <int D, int KS>
+__global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_params_t p, bool vec4)
 {
+    constexpr int QB = MVRT_ATT_TQ / KS; /* queries per block */
     /* K tile | V tile, or the (TQ, D + 1) staging of Q and of the output. */
     constexpr int KV = MVRT_ATT_TK * D;
     constexpr int STAGE = MVRT_ATT_TQ * (D + 1);
@@ -45,25 +47,44 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
     float *Ks = sm, *Vs = sm + KV;
 
     const int t = threadIdx.x;
+    const int qi = t / KS, kl = t % KS; /* this thread's query, and its share of the keys */
     const int d = p.head_dim;
     const int64_t L = p.length;
     const int64_t C = (int64_t)p.heads * d, ld = 3 * C;
     const int h = blockIdx.y;
-    const int64_t q0 = (int64_t)blockIdx.x * MVRT_ATT_TQ;
+    const int64_t q0 = (int64_t)blockIdx.x * QB;
     const float qscale = p.scale * MVRT_ATT_LOG2E;
 
     for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
         const float *base = p.qkv + b * L * ld + (int64_t)h * d;
         /* ---- Q tile -> registers */
-        for (int idx = t; idx < MVRT_ATT_TQ * d; idx += MVRT_ATT_TQ) {
-            const int r = idx / d, k = idx - r * d;
-            sm[r * (D + 1) + k] = q0 + r < L ? base[(q0 + r) * ld + k] : 0.f;
+        {
+            /* QB * d <= QB * D elements, QB * D / 64 per thread, all loaded
+             * before any is stored */
+            constexpr int PERQ = QB * D / MVRT_ATT_TQ;
+            constexpr int GQ = PERQ < 8 ? PERQ : 8;
+#pragma unroll 1
+            for (int c0 = 0; c0 < PERQ; c0 += GQ) {
+                float qv[GQ];
+#pragma unroll
+                for (int u = 0; u < GQ; u++) {
+                    const int idx = t + (c0 + u) * MVRT_ATT_TQ;
+                    const int r = idx / d, k = idx - r * d;
+                    qv[u] = (c0 + u < PERQ && idx < QB * d && q0 + r < L) ? base[(q0 + r) * ld + k] : 0.f;
+                }
+#pragma unroll
+                for (int u = 0; u < GQ; u++) {
+                    const int idx = t + (c0 + u) * MVRT_ATT_TQ;
+                    const int r = idx / d, k = idx - r * d;
+                    if (c0 + u < PERQ && idx < QB * d) sm[r * (D + 1) + k] = qv[u];
+                }
+            }
         }
         __syncthreads();
         float q[D], o[D];
 #pragma unroll
         for (int k = 0; k < D; k++) {
-            q[k] = k < d ? sm[t * (D + 1) + k] * qscale : 0.f;
+            q[k] = k < d ? sm[qi * (D + 1) + k] * qscale : 0.f;
             o[k] = 0.f;
         }
         float m = -INFINITY, lsum = 0.f;
@@ -71,16 +92,60 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
 
         for (int64_t kt0 = 0; kt0 < L; kt0 += MVRT_ATT_TK) {
             /* ---- K, V tile (rows past L and columns past d are zeros) */
-            for (int idx = t; idx < MVRT_ATT_TK * D; idx += MVRT_ATT_TQ) {
-                const int j = idx / D, k = idx - j * D;
-                const bool in = kt0 + j < L && k < d;
-                const float *row = base + (kt0 + j) * ld + k;
-                Ks[idx] = in ? row[C] : 0.f;
-                Vs[idx] = in ? row[2 * C] : 0.f;
+            /* Many loads in flight before any is stored: one (or a few) at
+             * a time left a block of a small batch waiting on latency (at
+             * batch 1 the whole K/V of a head is staged by few blocks). */
+            if (vec4) {
+                /* rows of d = 4*q floats, 16-byte aligned: D/4 float4 of K
+                 * and of V per thread (zeros past d and past L) */
+                constexpr int PER4 = MVRT_ATT_TK * (D / 4) / MVRT_ATT_TQ; /* = D / 4 */
+                constexpr int G = PER4 < 6 ? PER4 : 6; /* float4 of K and of V in flight */
+#pragma unroll 1
+                for (int c0 = 0; c0 < PER4; c0 += G) {
+                    float4 kv[G], vv[G];
+#pragma unroll
+                    for (int u = 0; u < G; u++) {
+                        const int idx = t + (c0 + u) * MVRT_ATT_TQ;
+                        const int j = idx / (D / 4), k4 = idx - j * (D / 4);
+                        const bool in = c0 + u < PER4 && kt0 + j < L && 4 * k4 < d;
+                        const float4 *row = reinterpret_cast<const float4 *>(base + (kt0 + j) * ld) + k4;
+                        kv[u] = in ? row[C / 4] : make_float4(0.f, 0.f, 0.f, 0.f);
+                        vv[u] = in ? row[2 * C / 4] : make_float4(0.f, 0.f, 0.f, 0.f);
+                    }
+#pragma unroll
+                    for (int u = 0; u < G; u++) {
+                        const int idx = t + (c0 + u) * MVRT_ATT_TQ;
+                        if (c0 + u < PER4) {
+                            reinterpret_cast<float4 *>(Ks)[idx] = kv[u];
+                            reinterpret_cast<float4 *>(Vs)[idx] = vv[u];
+                        }
+                    }
+                }
+            } else {
+                constexpr int PER = MVRT_ATT_TK * D / MVRT_ATT_TQ; /* = D, a multiple of 8 */
+#pragma unroll 1
+                for (int c0 = 0; c0 < PER; c0 += 8) {
+                    float kv[8], vv[8];
+#pragma unroll
+                    for (int u = 0; u < 8; u++) {
+                        const int idx = t + (c0 + u) * MVRT_ATT_TQ;
+                        const int j = idx / D, k = idx - j * D;
+                        const bool in = kt0 + j < L && k < d;
+                        const float *row = base + (kt0 + j) * ld + k;
+                        kv[u] = in ? row[C] : 0.f;
+                        vv[u] = in ? row[2 * C] : 0.f;
+                    }
+#pragma unroll
+                    for (int u = 0; u < 8; u++) {
+                        const int idx = t + (c0 + u) * MVRT_ATT_TQ;
+                        Ks[idx] = kv[u];
+                        Vs[idx] = vv[u];
+                    }
+                }
             }
             __syncthreads();
             const int nk = (int)(L - kt0 < MVRT_ATT_TK ? L - kt0 : MVRT_ATT_TK);
-            for (int sub = 0; sub < nk; sub += MVRT_ATT_SUB) {
+            for (int sub = kl * MVRT_ATT_SUB; sub < nk; sub += MVRT_ATT_SUB * KS) {
                 float s[MVRT_ATT_SUB];
                 float mt = -INFINITY;
 #pragma unroll
@@ -123,14 +188,30 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
             __syncthreads(); /* the next tile overwrites K, V */
         }
 
+        /* ---- the KS partial softmaxes of a query (each over its own keys)
+         * merged by a fixed butterfly: every lane ends with the same sums.
+         * A lane that saw no key has m = -inf and weight 0; lane 0 always
+         * has key 0, so the merged maximum is finite. */
+#pragma unroll
+        for (int x = 1; x < KS; x <<= 1) {
+            const float mo = MVRT_SHFL_XOR(m, x, MVRT_WARP_SIZE);
+            const float lo = MVRT_SHFL_XOR(lsum, x, MVRT_WARP_SIZE);
+            const float mn = fmaxf(m, mo);
+            const float c1 = m == -INFINITY ? 0.f : exp2f(m - mn);
+            const float c2 = mo == -INFINITY ? 0.f : exp2f(mo - mn);
+            lsum = lsum * c1 + lo * c2;
+#pragma unroll
+            for (int k = 0; k < D; k++) o[k] = o[k] * c1 + MVRT_SHFL_XOR(o[k], x, MVRT_WARP_SIZE) * c2;
+            m = mn;
+        }
         /* ---- output through shared memory, coalesced along head_dim */
         const float inv = 1.f / lsum;
 #pragma unroll
         for (int k = 0; k < D; k++)
-            if (k < d) sm[t * (D + 1) + k] = o[k] * inv;
+            if (k < d && kl == 0) sm[qi * (D + 1) + k] = o[k] * inv;
         __syncthreads();
         float *out = p.out + b * L * C + (int64_t)h * d;
-        for (int idx = t; idx < MVRT_ATT_TQ * d; idx += MVRT_ATT_TQ) {
+        for (int idx = t; idx < QB * d; idx += MVRT_ATT_TQ) {
             const int r = idx / d, k = idx - r * d;
             if (q0 + r < L) out[(q0 + r) * C + k] = sm[r * (D + 1) + k];
         }
@@ -173,22 +254,40 @@ __global__ void __launch_bounds__(128) attention_direct_kernel(mvrt_attention_pa
     }
 }
 
-static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, mvrt_gpu_stream_t s)
+template <int KS>
+static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 grid, mvrt_gpu_stream_t s)
+{
+    /* float4 staging of K/V: head_dim, the row stride 3C and the pointer
+     * allow 16-byte loads */
+    const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
+    switch ((p.head_dim + 7) / 8) {
+    case 1: attention_kernel<8, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    case 2: attention_kernel<16, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    case 3: attention_kernel<24, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    case 4: attention_kernel<32, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    case 5: attention_kernel<40, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    case 6: attention_kernel<48, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    case 7: attention_kernel<56, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    default: attention_kernel<64, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
+    }
+}
+
+/* sm_count: the device's multiprocessors. With fewer blocks of 64 queries
+ * than SMs (MambaVision at batch 1: 4 x 8 heads) each query is shared by
+ * MVRT_ATT_KS lanes that take every MVRT_ATT_KS-th sub-tile of 16 keys, so
+ * MVRT_ATT_KS times more blocks run, each over a share of the keys. */
+#define MVRT_ATT_KS 4
+static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, mvrt_gpu_stream_t s)
 {
     if (p.batch <= 0 || p.length <= 0 || p.heads <= 0 || p.head_dim <= 0) return MVRT_GPU_SUCCESS;
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
-    if (p.head_dim <= 64 && p.heads <= 65535 && qtiles <= 0x7fffffff) {
-        dim3 grid((unsigned)qtiles, (unsigned)p.heads, (unsigned)(p.batch < 65535 ? p.batch : 65535));
-        switch ((p.head_dim + 7) / 8) {
-        case 1: attention_kernel<8><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        case 2: attention_kernel<16><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        case 3: attention_kernel<24><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        case 4: attention_kernel<32><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        case 5: attention_kernel<40><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        case 6: attention_kernel<48><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        case 7: attention_kernel<56><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        default: attention_kernel<64><<<grid, MVRT_ATT_TQ, 0, s>>>(p); break;
-        }
+    const int64_t qtiles_ks = (p.length + MVRT_ATT_TQ / MVRT_ATT_KS - 1) / (MVRT_ATT_TQ / MVRT_ATT_KS);
+    if (p.head_dim <= 64 && p.heads <= 65535 && qtiles_ks <= 0x7fffffff) {
+        const unsigned bz = (unsigned)(p.batch < 65535 ? p.batch : 65535);
+        if (qtiles * p.heads * p.batch < sm_count && p.length > MVRT_ATT_SUB)
+            launch_attention_ks<MVRT_ATT_KS>(p, dim3((unsigned)qtiles_ks, (unsigned)p.heads, bz), s);
+        else
+            launch_attention_ks<1>(p, dim3((unsigned)qtiles, (unsigned)p.heads, bz), s);
     } else {
         const int64_t total = p.batch * p.heads * p.length;
         const int64_t blocks = (total + 127) / 128;

@@ -227,6 +227,33 @@ __global__ void __launch_bounds__(256) epilogue_vec4_kernel(gemm_args g)
     }
 }
 
+/* Split-K: the vendor GEMM wrote S dense M x N partial products (batch 1,
+ * K cut into S equal slices) to P; sum them in slice order (fixed:
+ * bitwise reproducible), then the full epilogue (bias, activation,
+ * residual, beta * Y). Block (64, 4) as epilogue_kernel. */
+#define MVRT_SPLITK_MAX 16 /* slices at most (gemm_splits) */
+__global__ void __launch_bounds__(256) splitk_epilogue_kernel(gemm_args g, const float *P, int S)
+{
+    const int64_t MN = g.M * g.N;
+    for (int64_t m = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; m < g.M; m += (int64_t)gridDim.y * blockDim.y) {
+        float *y = g.Y + m * g.ldy;
+        const float *res = g.R ? g.R + m * g.ldr : nullptr;
+        const float *pm = P + m * g.N;
+        for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < g.N; n += (int64_t)gridDim.x * blockDim.x) {
+            /* all S loads in flight before the (slice-ordered) sum: one
+             * dependent load per slice made this kernel latency-bound */
+            float part[MVRT_SPLITK_MAX];
+#pragma unroll
+            for (int s = 0; s < MVRT_SPLITK_MAX; ++s) part[s] = s < S ? pm[s * MN + n] : 0.f;
+            float v = part[0];
+#pragma unroll
+            for (int s = 1; s < MVRT_SPLITK_MAX; ++s)
+                if (s < S) v += part[s];
+            epilogue_store(g, v, m, n, y + n, res ? res + n : nullptr);
+        }
+    }
+}
+
 static inline unsigned mvrt_min_u64(uint64_t a, uint64_t b) { return (unsigned)(a < b ? a : b); }
 
 static inline bool mvrt_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
@@ -322,6 +349,16 @@ static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stre
         dim3 grid(mvrt_min_u64(((uint64_t)g.N + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
         epilogue_kernel<<<grid, block, 0, s>>>(g);
     }
+    return mvrt_gpu_get_last_error();
+}
+
+/* Queues the split-K sum + epilogue (g.batch == 1). */
+static inline mvrt_gpu_error_t launch_splitk_epilogue(const gemm_args &g, const float *P, int S, mvrt_gpu_stream_t s)
+{
+    if (g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
+    dim3 block(64, 4);
+    dim3 grid(mvrt_min_u64(((uint64_t)g.N + 63) / 64, 64), mvrt_min_u64(((uint64_t)g.M + 3) / 4, 65535));
+    splitk_epilogue_kernel<<<grid, block, 0, s>>>(g, P, S);
     return mvrt_gpu_get_last_error();
 }
 

@@ -913,5 +913,6 @@ static mvrt_gpu_error_t launch_bwd_typed(const kparams &k, const config &c, mvrt
 } /* namespace mvrt_scan_gpu */
 
 #include "selective_scan_gpu_row.cuh"
+#include "selective_scan_gpu_lanes.cuh"
 
 #endif

@@ -651,6 +651,10 @@ static inline row_config make_row_config(const mvrt_scan_params_t &p, bool bwd, 
          * gives every SM about two blocks */
         rmax = 256;
         while (rmax > warp && p.batch * p.groups * ((dpg + rmax - 1) / rmax) < 2 * (int64_t)sm_count) rmax /= 2;
+        /* short sequences: 64-row tiles (measured on an H100 at L = 49:
+         * forward 6 %, backward 4-13 % faster than the 128/256-row tiles;
+         * a tie at L = 196) */
+        if (p.seqlen <= 64 && rmax > 64) rmax = 64;
     }
     if (rmax < warp) rmax = warp;
     if (rmax > 256) rmax = 256;

@@ -521,6 +521,13 @@ static const lcase_t linear_cases[] = {
     {"linear_mv_fc1_256x196",            1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 64},
     {"linear_mv_fc2_beta1_256x196",      1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 64},
     {"linear_mv_fc1_fast",               1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 64},
+    /* batch-1 shapes with few output tiles and a long K: split-K on cuBLAS
+     * (S = 16, 8, 8, 16 on a 132-SM H100), every transposition, padding,
+     * row bias, beta = 1 */
+    {"linear_splitk_b1_fc2_beta1",       1, 196,  320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
+    {"linear_splitk_tn_pad_rowbias",     1, 100,   60,  512, 1, 0, 3, 2, 1, 0, 0, 2, SILU, 0, FP32, 0},
+    {"linear_splitk_tt_gelu",            1,  49,  640,  640, 1, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 0},
+    {"linear_splitk_fast_nt",            1, 196,  320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FAST, 0},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
     {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
     {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
@@ -540,6 +547,8 @@ static const ccase_t conv_cases[] = {
     {"conv2d_mv_56x56x80_s1_b64",   64,  80,  56,  56,  80, 3, 1, 1, 1, 1, GELUT, 1, 0},
     {"conv2d_mv_56x56x80_s2_b16",   16,  80,  56,  56, 160, 3, 2, 1, 0, 0, NONE, 1, 0},
     {"conv2d_mv_28x28x160_b40_res", 40, 160,  28,  28, 160, 3, 1, 1, 1, 1, NONE, 1, 0},
+    {"conv2d_splitk_b1_28x28x160",   1, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 0, 0},
+    {"conv2d_splitk_1x1_b1",         1, 256,   7,   7,  64, 1, 1, 0, 1, 1, RELU, 0, 0},
     {"conv2d_fast_28x28x160",        9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 1},
     {"conv2d_bf16_28x28x160_s1",     9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 2},
     {"conv2d_bf16_stem_s2_odd",      3,   3,  33,  31,  32, 3, 2, 1, 1, 0, RELU, 0, 2},
@@ -598,6 +607,11 @@ int main(int argc, char **argv)
     case_attention("attention_L33_d72_direct", 1, 33, 2, 72, 0);
     case_attention("attention_L300_d32", 1, 300, 1, 32, 0);
     case_attention("attention_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1);
+    /* few blocks -> 4 lanes per query over shares of the keys; L = 20:
+     * lanes 2 and 3 see no key at all */
+    case_attention("attention_split_keys_L20_d16", 1, 20, 2, 16, 0);
+    /* enough blocks -> one lane per query, a partial last query tile */
+    case_attention("attention_one_lane_L130_h8_b8", 8, 130, 8, 40, 0);
 
     /* window partition / reverse: exact */
     case_window("window_1x1", 1, 1, 1, 1, 1);
