@@ -200,6 +200,164 @@ __global__ void __launch_bounds__(MVRT_SCAN_LANES_MAX_THREADS) scan_fwd_lanes_ke
     }
 }
 
+/* ---------------------------------------------------------------------
+ * Staged variant (the common case at batch 1: unit L-strides, L and row
+ * starts multiples of 4 elements, and whole blocks inside one (batch,
+ * group)). Block = one warp = R = warp/NS rows. Measured on the register
+ * kernel above: each chunk waited on its loads (16 steps in flight cover
+ * about a third of the memory latency). Here a stage of up to TS steps of
+ * u, delta' (bias + softplus applied once per element, not once per lane),
+ * z and the block's shared B and C (loaded once for its R rows, not once
+ * per row) goes to shared memory with 16- or 8-byte loads, many in flight
+ * per lane; then the recurrence reads shared memory only. Shared rows are
+ * padded to TS + 4 floats: the NS states' float4 reads of B/C fall in
+ * different banks. Steps past L within the last 16-step chunk are zero
+ * (delta' = 0: the state is carried, nothing is stored). */
+#define MVRT_SCAN_LANES_TS 256 /* steps per stage (a multiple of 16) */
+#define MVRT_SCAN_LANES_G 8    /* vector loads in flight per lane while staging */
+
+static inline size_t lanes_staged_smem(int rows, int ns, bool has_z)
+{
+    return (size_t)((has_z ? 3 : 2) * rows + 2 * ns) * (MVRT_SCAN_LANES_TS + 4) * sizeof(float);
+}
+
+template <typename Tin, int NS>
+__global__ void __launch_bounds__(MVRT_SCAN_LANES_MAX_THREADS) scan_fwd_lanes_staged_kernel(const mvrt_scan_params_t p)
+{
+    extern __shared__ __align__(16) float lanes_smem[];
+    float *smem = lanes_smem;
+    constexpr int T = MVRT_SCAN_LANES_T;
+    constexpr int PER = T / NS;
+    constexpr int TS = MVRT_SCAN_LANES_TS, SR = MVRT_SCAN_LANES_TS + 4;
+    const int R = blockDim.x / NS;
+    const bool hz = p.z.data != nullptr;
+    float *su = smem, *sd = su + R * SR, *sz = sd + R * SR;
+    float *sB = sz + (hz ? R * SR : 0), *sC = sB + NS * SR;
+
+    const int64_t L = p.seqlen, Dm = p.dim;
+    const int64_t rows = p.batch * Dm;
+    const int64_t dpg = Dm / p.groups;
+    const int N = (int)p.dstate;
+    const int lane = threadIdx.x, n = lane % NS, r = lane / NS;
+    const bool sp = p.delta_softplus != 0;
+
+    for (int64_t row0 = (int64_t)blockIdx.x * R; row0 < rows; row0 += (int64_t)gridDim.x * R) {
+        /* the block's rows share (b, g): R divides dpg (the launcher checks) */
+        const int64_t b = row0 / Dm, d0 = row0 - b * Dm, g = d0 / dpg;
+        const int64_t d = d0 + r;
+        const bool sv = n < N;
+        const float A2 = sv ? ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E : 0.f;
+        const float D0 = (p.D.data && n == 0) ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+        const Tin *gu = (const Tin *)p.u.data + b * p.u.stride[0] + d0 * p.u.stride[1];
+        const Tin *gd = (const Tin *)p.delta.data + b * p.delta.stride[0] + d0 * p.delta.stride[1];
+        const Tin *gz = hz ? (const Tin *)p.z.data + b * p.z.stride[0] + d0 * p.z.stride[1] : nullptr;
+        const Tin *gB = (const Tin *)p.B.data + b * p.B.stride[0] + g * p.B.stride[1];
+        const Tin *gC = (const Tin *)p.C.data + b * p.C.stride[0] + g * p.C.stride[1];
+        const int64_t out0 = b * p.out.stride[0] + d * p.out.stride[1];
+        float h = 0.f;
+
+        for (int64_t t0 = 0; t0 < L; t0 += TS) {
+            const int len = (int)(L - t0 < TS ? L - t0 : TS);
+            const int len16 = (len + 15) & ~15;
+            const int q4 = len16 / 4; /* float4 items per shared row */
+            /* items: R rows of u, delta (, z), then NS rows of B, C */
+            const int nrow_items = hz ? 3 * R : 2 * R;
+            const int total = (nrow_items + 2 * NS) * q4;
+            __syncthreads(); /* the previous stage is consumed */
+            for (int i0 = lane; i0 < total; i0 += MVRT_SCAN_LANES_G * (int)blockDim.x) {
+                float v[MVRT_SCAN_LANES_G][4], bias[MVRT_SCAN_LANES_G];
+#pragma unroll
+                for (int k = 0; k < MVRT_SCAN_LANES_G; ++k) {
+                    const int i = i0 + k * (int)blockDim.x;
+                    const int srow = i / q4, c4 = i - srow * q4;
+                    const int64_t t = t0 + 4 * c4;
+                    const Tin *src = nullptr;
+                    bool in = i < total && 4 * c4 < len;
+                    if (srow < R) src = gu + srow * p.u.stride[1];
+                    else if (srow < 2 * R) src = gd + (srow - R) * p.delta.stride[1];
+                    else if (srow < nrow_items) src = gz + (srow - 2 * R) * p.z.stride[1];
+                    else if (srow < nrow_items + NS) {
+                        const int sn = srow - nrow_items;
+                        in = in && sn < N;
+                        src = gB + (sn < N ? sn : 0) * p.B.stride[2];
+                    } else {
+                        const int sn = srow - nrow_items - NS;
+                        in = in && sn < N;
+                        src = gC + (sn < N ? sn : 0) * p.C.stride[2];
+                    }
+                    ld4<Tin>(v[k], src + t, in);
+                    bias[k] = (i < total && srow >= R && srow < 2 * R && p.delta_bias.data)
+                                  ? ((const float *)p.delta_bias.data)[(d0 + srow - R) * p.delta_bias.stride[0]] : 0.f;
+                }
+#pragma unroll
+                for (int k = 0; k < MVRT_SCAN_LANES_G; ++k) {
+                    const int i = i0 + k * (int)blockDim.x;
+                    if (i < total) {
+                        const int srow = i / q4, c4 = i - srow * q4;
+                        float *dst;
+                        if (srow < R) dst = su + srow * SR;
+                        else if (srow < 2 * R) {
+                            dst = sd + (srow - R) * SR;
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) {
+                                float x = v[k][e] + bias[k];
+                                if (sp) x = fast_softplus(x);
+                                v[k][e] = 4 * c4 + e < len ? x : 0.f; /* delta' = 0 past L */
+                            }
+                        } else if (srow < nrow_items) dst = sz + (srow - 2 * R) * SR;
+                        else if (srow < nrow_items + NS) dst = sB + (srow - nrow_items) * SR;
+                        else dst = sC + (srow - nrow_items - NS) * SR;
+                        *reinterpret_cast<float4 *>(dst + 4 * c4) = make_float4(v[k][0], v[k][1], v[k][2], v[k][3]);
+                    }
+                }
+            }
+            __syncthreads();
+
+            const float *ur = su + r * SR, *dr = sd + r * SR, *zr = sz + r * SR;
+            const float *br = sB + n * SR, *cr = sC + n * SR;
+            for (int c0 = 0; c0 < len16; c0 += T) {
+                float y[T];
+#pragma unroll
+                for (int j4 = 0; j4 < T; j4 += 4) {
+                    const float4 u4 = *reinterpret_cast<const float4 *>(ur + c0 + j4);
+                    const float4 d4 = *reinterpret_cast<const float4 *>(dr + c0 + j4);
+                    const float4 b4 = *reinterpret_cast<const float4 *>(br + c0 + j4);
+                    const float4 e4 = *reinterpret_cast<const float4 *>(cr + c0 + j4);
+                    const float uu[4] = {u4.x, u4.y, u4.z, u4.w}, dd[4] = {d4.x, d4.y, d4.z, d4.w};
+                    const float bb[4] = {b4.x, b4.y, b4.z, b4.w}, cc[4] = {e4.x, e4.y, e4.z, e4.w};
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const float a = mvrt_fast_exp2(dd[e] * A2);
+                        h = fmaf(a, h, dd[e] * uu[e] * bb[e]);
+                        y[j4 + e] = fmaf(D0, uu[e], cc[e] * h);
+                    }
+                }
+                int idx, cnt;
+                bool writer;
+                reduce_scatter<T, NS, 1>(y, n, idx, cnt, writer);
+                (void)cnt;
+                if (writer) {
+#pragma unroll
+                    for (int q = 0; q < PER; ++q) {
+                        const int tl = c0 + idx + q;
+                        if (tl < len) {
+                            float v = y[q];
+                            if (hz) {
+                                const float zv = zr[tl];
+                                v *= zv * fast_sigmoid(zv);
+                            }
+                            io<Tin>::st(p.out.data, out0 + (t0 + tl) * p.out.stride[2], v);
+                        }
+                    }
+                }
+            }
+        }
+        if (p.last_state.data && sv)
+            ((float *)p.last_state.data)[b * p.last_state.stride[0] + d * p.last_state.stride[1] +
+                                         n * p.last_state.stride[2]] = h;
+    }
+}
+
 static inline bool lanes_vec_ok(const mvrt_scan_operand_t &op, int nstride, size_t esize)
 {
     for (int i = 0; i < nstride; ++i)
@@ -220,6 +378,14 @@ static mvrt_gpu_error_t launch_fwd_lanes_t(const mvrt_scan_params_t &p, int bloc
     const size_t es = sizeof(Tin);
     const bool vec = contig && p.seqlen % 4 == 0 && lanes_vec_ok(p.u, 2, es) && lanes_vec_ok(p.delta, 2, es) &&
                      (!p.b_variable || lanes_vec_ok(p.B, 3, es)) && (!p.c_variable || lanes_vec_ok(p.C, 3, es));
+    const int R = block / NS;
+    const bool zvec = !p.z.data || (p.z.stride[2] == 1 && lanes_vec_ok(p.z, 2, es));
+    const size_t smem = lanes_staged_smem(R, NS, p.z.data != nullptr);
+    if (vec && zvec && p.b_variable && p.c_variable && (p.dim / p.groups) % R == 0 && smem <= 48 * 1024) {
+        const int64_t nblk = p.batch * p.dim / R;
+        scan_fwd_lanes_staged_kernel<Tin, NS><<<grid_for(nblk), block, smem, s>>>(p);
+        return mvrt_gpu_get_last_error();
+    }
     if (vec) scan_fwd_lanes_kernel<Tin, NS, 2><<<grid, block, 0, s>>>(p, nthreads);
     else if (contig) scan_fwd_lanes_kernel<Tin, NS, 1><<<grid, block, 0, s>>>(p, nthreads);
     else scan_fwd_lanes_kernel<Tin, NS, 0><<<grid, block, 0, s>>>(p, nthreads);
