@@ -16,8 +16,8 @@
  * steps of u, delta (the same addresses for the NS lanes of a row: one
  * broadcast transaction) and of its own state's B and C into registers, one
  * chunk ahead of the recurrence (software pipelining: the loads of chunk c+1
- * are in flight while chunk c computes) (16 steps in flight cover only part of the memory latency, hence the
- * staged variant).
+ * are in flight while chunk c computes; 16 steps in flight cover only part
+ * of the memory latency, hence the staged variant).
  * y_t = sum_n C_n h_n needs a sum over the NS lanes: the T per-step partial
  * sums of a chunk go through one reduce-scatter (about T shuffles per lane
  * instead of T*log2(NS)), after which lane n owns steps n*T/NS .. +T/NS-1 of
