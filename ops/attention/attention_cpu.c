@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/common/cpu_vmath.h" /* MVRT_EXP_TAYLOR7 */
 #include "ops/mv/mv_kernels.h"
 
 #define AT_QT 4  /* queries per register tile */

@@ -47,14 +47,8 @@ AT_INL AT_VF AT_FN(at_exp_neg)(AT_VF x)
     const AT_VF n = t - magic;
     AT_VF r = x - n * 0.693145751953125f;
     r = r - n * 1.428606765330187e-06f;
-    AT_VF q = AT_SPLAT(1.0f / 5040.0f);
-    q = q * r + 1.0f / 720.0f;
-    q = q * r + 1.0f / 120.0f;
-    q = q * r + 1.0f / 24.0f;
-    q = q * r + 1.0f / 6.0f;
-    q = q * r + 0.5f;
-    q = q * r + 1.0f;
-    q = q * r + 1.0f;
+    AT_VF q = AT_SPLAT(MVRT_EXP_TAYLOR7_LEAD);
+    MVRT_EXP_TAYLOR7(q, r); /* the fit of ops/common/cpu_vmath.h */
     const AT_VI e = ((AT_VI)t - (AT_VI)magic + 127) << 23;
     return q * (AT_VF)e;
 }

@@ -12,6 +12,52 @@
 
 /* (erff/tanhf would cost more than the GEMM itself on MLP-sized rows.) */
 
+/* The polynomial steps of the helpers below, shared with the kernels that
+ * write the same formulas on GCC vector types (ops/linear/
+ * linear_cpu_gemm_kernel.h, ops/attention/attention_cpu_kernel.h): the
+ * statements compile for float and for vector types alike (a vector times
+ * a float scalar broadcasts), so there is one copy of each fit.
+ *   MVRT_EXP_TAYLOR7(q, r): q = e^r for |r| <= ln2/2; q must hold
+ *     MVRT_EXP_TAYLOR7_LEAD on entry (degree 7, truncation < 1e-8).
+ *   MVRT_ERF_PA(p, u) / MVRT_ERF_PB(p, u): the two erfc fits of
+ *     mvrt_gelu_erf_v; p must hold MVRT_ERF_PA_LEAD / MVRT_ERF_PB_LEAD. */
+#define MVRT_EXP_TAYLOR7_LEAD (1.0f / 5040.0f)
+#define MVRT_EXP_TAYLOR7(q, r)                                                                     \
+    do {                                                                                           \
+        (q) = (q) * (r) + 1.0f / 720.0f;                                                           \
+        (q) = (q) * (r) + 1.0f / 120.0f;                                                           \
+        (q) = (q) * (r) + 1.0f / 24.0f;                                                            \
+        (q) = (q) * (r) + 1.0f / 6.0f;                                                             \
+        (q) = (q) * (r) + 0.5f;                                                                    \
+        (q) = (q) * (r) + 1.0f;                                                                    \
+        (q) = (q) * (r) + 1.0f;                                                                    \
+    } while (0)
+#define MVRT_ERF_PA_LEAD 1.230605449e-06f
+#define MVRT_ERF_PA(p, u)                                                                          \
+    do {                                                                                           \
+        (p) = (p) * (u) - 1.766906826e-05f;                                                        \
+        (p) = (p) * (u) + 2.175135451e-04f;                                                        \
+        (p) = (p) * (u) - 2.285419498e-03f;                                                        \
+        (p) = (p) * (u) + 1.985249668e-02f;                                                        \
+        (p) = (p) * (u) - 1.405360997e-01f;                                                        \
+        (p) = (p) * (u) + 9.654687643e-01f;                                                        \
+    } while (0)
+#define MVRT_ERF_PB_LEAD (-3.566417945e-05f)
+#define MVRT_ERF_PB(p, u)                                                                          \
+    do {                                                                                           \
+        (p) = (p) * (u) + 9.629120177e-05f;                                                        \
+        (p) = (p) * (u) - 1.474161400e-04f;                                                        \
+        (p) = (p) * (u) + 3.681510861e-04f;                                                        \
+        (p) = (p) * (u) - 1.013662550e-03f;                                                        \
+        (p) = (p) * (u) + 2.425638959e-03f;                                                        \
+        (p) = (p) * (u) - 5.568837747e-03f;                                                        \
+        (p) = (p) * (u) + 1.248412300e-02f;                                                        \
+        (p) = (p) * (u) - 2.700545825e-02f;                                                        \
+        (p) = (p) * (u) + 5.611094832e-02f;                                                        \
+        (p) = (p) * (u) - 1.115210205e-01f;                                                        \
+        (p) = (p) * (u) + 2.108063549e-01f;                                                        \
+    } while (0)
+
 /* exp(x) for x in [-87, 88] (clamped outside: callers only divide by
  * 1 + exp(.), where the clamp is invisible): x = n ln2 + r, |r| <= ln2/2,
  * degree-7 Taylor polynomial of e^r (error < 1e-8), times 2^n made from
@@ -23,14 +69,8 @@ static inline float mvrt_expf_core(float x) /* x already in [-87, 88] */
     const float t = x * 1.44269504088896341f + magic;
     const float n = t - magic;
     const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f; /* ln2 in two parts */
-    float q = 1.0f / 5040.0f;
-    q = q * r + 1.0f / 720.0f;
-    q = q * r + 1.0f / 120.0f;
-    q = q * r + 1.0f / 24.0f;
-    q = q * r + 1.0f / 6.0f;
-    q = q * r + 0.5f;
-    q = q * r + 1.0f;
-    q = q * r + 1.0f;
+    float q = MVRT_EXP_TAYLOR7_LEAD;
+    MVRT_EXP_TAYLOR7(q, r);
     return q * mvrt_bits_f32((mvrt_f32_bits(t) - 0x4B400000u + 127u) << 23); /* times 2^n */
 }
 
@@ -78,28 +118,13 @@ static inline float mvrt_gelu_erf_v(float x)
 {
     const float z = (x < 0.0f ? -x : x) * 0.70710678118654752f;
     const float ua = 2.0f * (z * z) - 1.0f; /* z^2 in [0, 1] -> [-1, 1] */
-    float pa = 1.230605449e-06f;
-    pa = pa * ua - 1.766906826e-05f;
-    pa = pa * ua + 2.175135451e-04f;
-    pa = pa * ua - 2.285419498e-03f;
-    pa = pa * ua + 1.985249668e-02f;
-    pa = pa * ua - 1.405360997e-01f;
-    pa = pa * ua + 9.654687643e-01f;
+    float pa = MVRT_ERF_PA_LEAD;
+    MVRT_ERF_PA(pa, ua);
     const float ea = 1.0f - z * pa;
     const float zb = z < 1.0f ? 1.0f : (z > 4.0f ? 4.0f : z);
     const float ub = (2.0f * zb - 5.0f) * (1.0f / 3.0f); /* [1, 4] -> [-1, 1] */
-    float pb = -3.566417945e-05f;
-    pb = pb * ub + 9.629120177e-05f;
-    pb = pb * ub - 1.474161400e-04f;
-    pb = pb * ub + 3.681510861e-04f;
-    pb = pb * ub - 1.013662550e-03f;
-    pb = pb * ub + 2.425638959e-03f;
-    pb = pb * ub - 5.568837747e-03f;
-    pb = pb * ub + 1.248412300e-02f;
-    pb = pb * ub - 2.700545825e-02f;
-    pb = pb * ub + 5.611094832e-02f;
-    pb = pb * ub - 1.115210205e-01f;
-    pb = pb * ub + 2.108063549e-01f;
+    float pb = MVRT_ERF_PB_LEAD;
+    MVRT_ERF_PB(pb, ub);
     const float eb = mvrt_expf_v(-(zb * zb)) * pb;
     const float ec = z < 1.0f ? ea : (z < 4.0f ? eb : 0.0f);
     /* Both arms computed, then a select: with the default -ftrapping-math,

@@ -91,7 +91,8 @@ static GK_ATTR void GK(pack_b)(const mvrt_cpu_gemm_t *g, int64_t p0, int64_t kc,
 
 /* ---- activations on whole vectors ------------------------------------
  * The same formulas as the scalar helpers in ops/common/cpu_vmath.h (mvrt_expf_v
- * and friends), written on vector types: GCC does not if-convert the
+ * and friends; the polynomial fits are its shared MVRT_EXP_TAYLOR7 /
+ * MVRT_ERF_PA / MVRT_ERF_PB), written on vector types: GCC does not if-convert the
  * scalar forms into vector code under the default -ftrapping-math, and
  * erff / tanhf calls cost more than the GEMM on MLP-sized rows. Selects
  * are bit masks, so no lane ever branches. */
@@ -113,14 +114,8 @@ GK_INL GK(vf) GK(vexp)(GK(vf) x)
     const GK(vf) t = x * 1.44269504088896341f + magic;
     const GK(vf) n = t - magic;
     const GK(vf) r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-    GK(vf) q = GK_SPLAT(1.0f / 5040.0f);
-    q = q * r + 1.0f / 720.0f;
-    q = q * r + 1.0f / 120.0f;
-    q = q * r + 1.0f / 24.0f;
-    q = q * r + 1.0f / 6.0f;
-    q = q * r + 0.5f;
-    q = q * r + 1.0f;
-    q = q * r + 1.0f;
+    GK(vf) q = GK_SPLAT(MVRT_EXP_TAYLOR7_LEAD);
+    MVRT_EXP_TAYLOR7(q, r);
     const GK(vu) sb = ((GK(vu))t - 0x4B400000u + 127u) << 23;
     return q * (GK(vf))sb;
 }
@@ -138,29 +133,14 @@ GK_INL GK(vf) GK(vgelu_erf)(GK(vf) x)
     const GK(vf) zero = GK_SPLAT(0.0f), one = GK_SPLAT(1.0f), four = GK_SPLAT(4.0f);
     const GK(vf) z = GK(sel)(x < zero, -x, x) * 0.70710678118654752f;
     const GK(vf) ua = 2.0f * (z * z) - 1.0f;
-    GK(vf) pa = GK_SPLAT(1.230605449e-06f);
-    pa = pa * ua - 1.766906826e-05f;
-    pa = pa * ua + 2.175135451e-04f;
-    pa = pa * ua - 2.285419498e-03f;
-    pa = pa * ua + 1.985249668e-02f;
-    pa = pa * ua - 1.405360997e-01f;
-    pa = pa * ua + 9.654687643e-01f;
+    GK(vf) pa = GK_SPLAT(MVRT_ERF_PA_LEAD);
+    MVRT_ERF_PA(pa, ua);
     const GK(vf) ea = 1.0f - z * pa;
     GK(vf) zb = GK(sel)(z < one, one, z);
     zb = GK(sel)(zb > four, four, zb);
     const GK(vf) ub = (2.0f * zb - 5.0f) * (1.0f / 3.0f);
-    GK(vf) pb = GK_SPLAT(-3.566417945e-05f);
-    pb = pb * ub + 9.629120177e-05f;
-    pb = pb * ub - 1.474161400e-04f;
-    pb = pb * ub + 3.681510861e-04f;
-    pb = pb * ub - 1.013662550e-03f;
-    pb = pb * ub + 2.425638959e-03f;
-    pb = pb * ub - 5.568837747e-03f;
-    pb = pb * ub + 1.248412300e-02f;
-    pb = pb * ub - 2.700545825e-02f;
-    pb = pb * ub + 5.611094832e-02f;
-    pb = pb * ub - 1.115210205e-01f;
-    pb = pb * ub + 2.108063549e-01f;
+    GK(vf) pb = GK_SPLAT(MVRT_ERF_PB_LEAD);
+    MVRT_ERF_PB(pb, ub);
     const GK(vf) eb = GK(vexp)(-(zb * zb)) * pb;
     const GK(vf) ec = GK(sel)(z < one, ea, GK(sel)(z < four, eb, zero));
     const GK(vf) hx = 0.5f * x * ec;
