@@ -101,7 +101,6 @@ __global__ void __launch_bounds__(MVRT_SCAN_LANES_MAX_THREADS) scan_fwd_lanes_ke
         const int64_t ob = p.b_variable ? b * p.B.stride[0] + g * p.B.stride[1] + ns * p.B.stride[2] : 0;
         const int64_t oc = p.c_variable ? b * p.C.stride[0] + g * p.C.stride[1] + ns * p.C.stride[2] : 0;
         const int64_t su = p.u.stride[2], sd = p.delta.stride[2], so = p.out.stride[2];
-        (void)su; (void)sd;
         const int64_t sz = p.z.data ? p.z.stride[2] : 0;
         const int64_t sb = p.b_variable ? p.B.stride[3] : 0, sc = p.c_variable ? p.C.stride[3] : 0;
 
