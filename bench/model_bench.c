@@ -33,6 +33,7 @@ static const bench_row_t gpu_rows[] = {
     {"T stage-3 mixer block, batch 256, fast", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 256, 1, 3871.0, "PyTorch eager", 0},
     {"T stage-3 mixer block, batch 256, bf16", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 256, 2, 3871.0, "PyTorch eager", 0},
     {"T stage-3 attention block, batch 256", MVRT_MODEL_ATTENTION_BLOCK, NULL, 320, 8, 256, 0, 4429.0, "PyTorch eager", 0},
+    {"T stage-3 attention block, batch 256, bf16", MVRT_MODEL_ATTENTION_BLOCK, NULL, 320, 8, 256, 2, 4429.0, "PyTorch eager", 0},
     {"B stage-3 mixer block, batch 256", MVRT_MODEL_MIXER_BLOCK, NULL, 512, 0, 256, 0, 7622.0, "PyTorch eager", 0},
     {"MambaVision-T, batch 256", 0, "T", 0, 0, 256, 0, 256e6 / 3572.0, "PyTorch eager", 5400.0 / 3572.0},
     {"MambaVision-T, batch 256, fast", 0, "T", 0, 0, 256, 1, 256e6 / 10050.0, "PyTorch AMP", 1.0},

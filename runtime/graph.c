@@ -308,6 +308,7 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     a->batch = Bw, a->length = L, a->heads = heads, a->head_dim = (int)(C / heads);
     a->scale = (float)(1.0 / sqrt((double)a->head_dim));
     a->qkv = QKV, a->out = T;
+    a->math = b->g->opt.math;
     add_op(b, &op);
     op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, 1);
     emit_mlp(b, p, M, C, X);

@@ -226,6 +226,11 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
     d->opctx.warp_size = d->prop.warpSize;
     d->opctx.sm_count = d->prop.multiProcessorCount;
+#ifdef MVRT_GPU_HOST_CUDA
+    d->opctx.mma_bf16 = d->prop.major >= 8;
+#else
+    d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
+#endif
     mvrt_gpu_blas_open(d);
     {
         const char *f = getenv(MVRT_GPU_ENV_PREFIX "FAIL_OP_AT");

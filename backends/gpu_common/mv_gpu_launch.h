@@ -41,6 +41,7 @@ typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t
 typedef struct mvrt_gpu_op_ctx {
     int warp_size;          /* the device's warp width (32 or 64) */
     int sm_count;           /* multiprocessors: sizes the split-K of small GEMMs */
+    int mma_bf16;           /* NVIDIA sm_80+: the bf16 tensor-core attention kernel runs */
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
 } mvrt_gpu_op_ctx_t;

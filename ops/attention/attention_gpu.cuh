@@ -219,6 +219,231 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
     }
 }
 
+/* ---- bf16 tensor-core path (MVRT_MATH_BF16, NVIDIA sm_80+) ----
+ * One block of 4 warps per (batch, head, tile of 64 queries), 16 queries
+ * per warp, flash-attention style: S = Q K^T and O += P V on mma.sync
+ * m16n8k16 (bf16 operands, fp32 accumulation), the online softmax in fp32
+ * registers. Q (pre-scaled by scale * log2 e), K and V are rounded to bf16
+ * while staged in shared memory, P is rounded to bf16 for the second
+ * product; the row sums and the rescaling stay fp32. DP = head_dim rounded
+ * up to 16 (zero columns). Rows of the staged tiles are padded by 8 bf16
+ * so that the fragment loads of a warp hit 32 distinct banks; V is staged
+ * transposed (Vt[d][key]) so that its fragments are 32-bit loads too.
+ * Keys past L are zero in K and V and -inf in S. The fragment layouts are
+ * those of the PTX ISA for mma.m16n8k16.row.col: lane = 4 g + c holds rows
+ * g and g + 8, columns 2c and 2c + 1 (and + 8). Only compiled for NVIDIA
+ * devices of compute capability 8.0 or more; launch_attention uses it only
+ * where the context says the device has them. */
+#define MVRT_ATT_MMA_TQ 64  /* queries per block: 4 warps of 16 */
+#define MVRT_ATT_MMA_TK 64  /* keys per staged tile */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(MVRT_GPU_HIP)
+#define MVRT_ATT_MMA_DEVICE 1
+#endif
+
+#ifdef MVRT_ATT_MMA_DEVICE
+/* two floats -> two bf16 (round to nearest even) in one 32-bit word, lo first */
+static __device__ __forceinline__ uint32_t att_pack_bf16x2(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+static __device__ __forceinline__ void att_mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* Four consecutive columns [4 k4, 4 k4 + 4) of one row, zeros past d. */
+static __device__ __forceinline__ float4 att_load4(const float *row, int k4, int d, bool vec4)
+{
+    if (vec4) return 4 * k4 < d ? reinterpret_cast<const float4 *>(row)[k4] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const int k = 4 * k4;
+    return make_float4(k < d ? row[k] : 0.f, k + 1 < d ? row[k + 1] : 0.f, k + 2 < d ? row[k + 2] : 0.f,
+                       k + 3 < d ? row[k + 3] : 0.f);
+}
+#endif
+
+template <int DP>
+__global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_params_t p, bool vec4)
+{
+#ifdef MVRT_ATT_MMA_DEVICE
+    constexpr int TQ = MVRT_ATT_MMA_TQ, TK = MVRT_ATT_MMA_TK;
+    constexpr int QS = DP + 8, KST = DP + 8, VST = TK + 8; /* row strides in bf16 */
+    constexpr int C4 = DP / 4;                             /* float4 chunks of a row */
+    __shared__ __align__(16) uint32_t Qs[TQ * QS / 2];
+    __shared__ __align__(16) uint32_t Ks[TK * KST / 2];
+    __shared__ __align__(16) uint16_t Vt[DP * VST];
+
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, c = lane & 3;
+    const int d = p.head_dim;
+    const int64_t L = p.length;
+    const int64_t C = (int64_t)p.heads * d, ld = 3 * C;
+    const int h = blockIdx.y;
+    const int64_t q0 = (int64_t)blockIdx.x * TQ;
+    const float qscale = p.scale * MVRT_ATT_LOG2E;
+    const bool warp_rows = q0 + warp * 16 < L; /* this warp has a query */
+
+    for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
+        const float *base = p.qkv + b * L * ld + (int64_t)h * d;
+        /* ---- Q tile (scaled) -> bf16 in shared memory -> A fragments */
+        {
+            constexpr int PER = TQ * C4 / 128;
+            float4 v[PER];
+#pragma unroll
+            for (int u = 0; u < PER; u++) {
+                const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
+                v[u] = q0 + r < L ? att_load4(base + (q0 + r) * ld, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll
+            for (int u = 0; u < PER; u++) {
+                const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
+                Qs[(r * QS) / 2 + 2 * k4] = att_pack_bf16x2(v[u].x * qscale, v[u].y * qscale);
+                Qs[(r * QS) / 2 + 2 * k4 + 1] = att_pack_bf16x2(v[u].z * qscale, v[u].w * qscale);
+            }
+        }
+        __syncthreads();
+        uint32_t qa[DP / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < DP / 16; kk++) {
+            const uint32_t *r0 = Qs + ((warp * 16 + g) * QS) / 2 + kk * 8 + c;
+            const uint32_t *r1 = r0 + (8 * QS) / 2;
+            qa[kk][0] = r0[0]; qa[kk][1] = r1[0]; qa[kk][2] = r0[4]; qa[kk][3] = r1[4];
+        }
+        float o[DP / 8][4];
+#pragma unroll
+        for (int j = 0; j < DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+        float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f; /* rows g and g + 8 */
+
+        for (int64_t kt0 = 0; kt0 < L; kt0 += TK) {
+            __syncthreads(); /* the previous tile (and Q's staging) is consumed */
+            {
+                /* K: TK rows of C4 float4; V: TK / 2 pairs of rows, each
+                 * thread's loads all in flight before any store */
+                constexpr int PK = TK * C4 / 128, PV = (TK / 2) * C4 / 128;
+                float4 kv[PK], va[PV], vb[PV];
+#pragma unroll
+                for (int u = 0; u < PK; u++) {
+                    const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
+                    kv[u] = kt0 + j < L ? att_load4(base + (kt0 + j) * ld + C, k4, d, vec4)
+                                        : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int u = 0; u < PV; u++) {
+                    const int idx = t + u * 128, jp = idx / C4, k4 = idx - jp * C4;
+                    const int64_t j = kt0 + 2 * jp;
+                    va[u] = j < L ? att_load4(base + j * ld + 2 * C, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    vb[u] = j + 1 < L ? att_load4(base + (j + 1) * ld + 2 * C, k4, d, vec4)
+                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int u = 0; u < PK; u++) {
+                    const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
+                    Ks[(j * KST) / 2 + 2 * k4] = att_pack_bf16x2(kv[u].x, kv[u].y);
+                    Ks[(j * KST) / 2 + 2 * k4 + 1] = att_pack_bf16x2(kv[u].z, kv[u].w);
+                }
+                uint32_t *Vt32 = reinterpret_cast<uint32_t *>(Vt);
+#pragma unroll
+                for (int u = 0; u < PV; u++) {
+                    const int idx = t + u * 128, jp = idx / C4, k4 = idx - jp * C4;
+                    const int k = 4 * k4;
+                    Vt32[((k + 0) * VST) / 2 + jp] = att_pack_bf16x2(va[u].x, vb[u].x);
+                    Vt32[((k + 1) * VST) / 2 + jp] = att_pack_bf16x2(va[u].y, vb[u].y);
+                    Vt32[((k + 2) * VST) / 2 + jp] = att_pack_bf16x2(va[u].z, vb[u].z);
+                    Vt32[((k + 3) * VST) / 2 + jp] = att_pack_bf16x2(va[u].w, vb[u].w);
+                }
+            }
+            __syncthreads();
+            if (!warp_rows) continue;
+            /* ---- S = Q K^T for 16 queries x TK keys */
+            float sc[TK / 8][4];
+#pragma unroll
+            for (int nb = 0; nb < TK / 8; nb++) {
+                sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.f;
+                const uint32_t *kr = Ks + ((nb * 8 + g) * KST) / 2 + c;
+#pragma unroll
+                for (int kk = 0; kk < DP / 16; kk++) att_mma_bf16(sc[nb], qa[kk], kr[kk * 8], kr[kk * 8 + 4]);
+            }
+            /* ---- online softmax, rows g and g + 8 (a quad of lanes shares a row) */
+            float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+            for (int nb = 0; nb < TK / 8; nb++) {
+                const int64_t key = kt0 + nb * 8 + 2 * c;
+                if (key >= L) sc[nb][0] = sc[nb][2] = -INFINITY;
+                if (key + 1 >= L) sc[nb][1] = sc[nb][3] = -INFINITY;
+                mx0 = fmaxf(mx0, fmaxf(sc[nb][0], sc[nb][1]));
+                mx1 = fmaxf(mx1, fmaxf(sc[nb][2], sc[nb][3]));
+            }
+#pragma unroll
+            for (int x = 1; x < 4; x <<= 1) {
+                mx0 = fmaxf(mx0, MVRT_SHFL_XOR(mx0, x, MVRT_WARP_SIZE));
+                mx1 = fmaxf(mx1, MVRT_SHFL_XOR(mx1, x, MVRT_WARP_SIZE));
+            }
+            /* key kt0 < L exists, so the new maxima are finite */
+            const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+            const float corr0 = exp2f(m0 - n0), corr1 = exp2f(m1 - n1); /* 0 on the first tile */
+            m0 = n0; m1 = n1;
+            float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+            for (int nb = 0; nb < TK / 8; nb++) {
+                sc[nb][0] = exp2f(sc[nb][0] - n0); sc[nb][1] = exp2f(sc[nb][1] - n0);
+                sc[nb][2] = exp2f(sc[nb][2] - n1); sc[nb][3] = exp2f(sc[nb][3] - n1);
+                s0 += sc[nb][0] + sc[nb][1];
+                s1 += sc[nb][2] + sc[nb][3];
+            }
+            l0 = l0 * corr0 + s0; /* this lane's share; the quad is summed at the end */
+            l1 = l1 * corr1 + s1;
+#pragma unroll
+            for (int j = 0; j < DP / 8; j++) {
+                o[j][0] *= corr0; o[j][1] *= corr0; o[j][2] *= corr1; o[j][3] *= corr1;
+            }
+            /* ---- O += P V: P's accumulator layout is the A fragment of keys 16 kc.. */
+            const uint32_t *Vt32 = reinterpret_cast<const uint32_t *>(Vt);
+#pragma unroll
+            for (int kc = 0; kc < TK / 16; kc++) {
+                if (kt0 + kc * 16 >= L) break; /* whole chunk past L: P is 0 there */
+                const uint32_t pa[4] = {att_pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]),
+                                        att_pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
+                                        att_pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                        att_pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+#pragma unroll
+                for (int j = 0; j < DP / 8; j++) {
+                    const uint32_t *vr = Vt32 + ((j * 8 + g) * VST) / 2 + kc * 8 + c;
+                    att_mma_bf16(o[j], pa, vr[0], vr[4]);
+                }
+            }
+        }
+        /* ---- normalize and store rows g, g + 8 of this warp */
+#pragma unroll
+        for (int x = 1; x < 4; x <<= 1) {
+            l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
+            l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
+        }
+        if (warp_rows) {
+            const float i0 = 1.f / l0, i1 = 1.f / l1;
+            const int64_t r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+            float *out = p.out + b * L * C + (int64_t)h * d;
+#pragma unroll
+            for (int j = 0; j < DP / 8; j++) {
+                const int k = j * 8 + 2 * c;
+                if (r0 < L) {
+                    if (k < d) out[r0 * C + k] = o[j][0] * i0;
+                    if (k + 1 < d) out[r0 * C + k + 1] = o[j][1] * i0;
+                }
+                if (r1 < L) {
+                    if (k < d) out[r1 * C + k] = o[j][2] * i1;
+                    if (k + 1 < d) out[r1 * C + k + 1] = o[j][3] * i1;
+                }
+            }
+        }
+        __syncthreads(); /* the next batch element restages Q */
+    }
+#else
+    (void)p; (void)vec4;
+#endif
+}
+
 /* Any head_dim: one thread per (batch, head, query), grid-stride. */
 __global__ void __launch_bounds__(128) attention_direct_kernel(mvrt_attention_params_t p)
 {
@@ -275,16 +500,28 @@ static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 gr
 /* sm_count: the device's multiprocessors. With fewer blocks of 64 queries
  * than SMs (MambaVision at batch 1: 4 x 8 heads) each query is shared by
  * MVRT_ATT_KS lanes that take every MVRT_ATT_KS-th sub-tile of 16 keys, so
- * MVRT_ATT_KS times more blocks run, each over a share of the keys. */
+ * MVRT_ATT_KS times more blocks run, each over a share of the keys.
+ * mma_bf16: the device runs attention_mma_kernel (NVIDIA sm_80+); it is
+ * used for p.math == MVRT_MATH_BF16 and head_dim <= 64. */
 #define MVRT_ATT_KS 4
-static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, mvrt_gpu_stream_t s)
+static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma_bf16,
+                                                mvrt_gpu_stream_t s)
 {
     if (p.batch <= 0 || p.length <= 0 || p.heads <= 0 || p.head_dim <= 0) return MVRT_GPU_SUCCESS;
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
     const int64_t qtiles_ks = (p.length + MVRT_ATT_TQ / MVRT_ATT_KS - 1) / (MVRT_ATT_TQ / MVRT_ATT_KS);
     if (p.head_dim <= 64 && p.heads <= 65535 && qtiles_ks <= 0x7fffffff) {
         const unsigned bz = (unsigned)(p.batch < 65535 ? p.batch : 65535);
-        if (qtiles * p.heads * p.batch < sm_count && p.length > MVRT_ATT_SUB)
+        const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
+        if (mma_bf16 && p.math == MVRT_MATH_BF16) {
+            const dim3 grid((unsigned)((p.length + MVRT_ATT_MMA_TQ - 1) / MVRT_ATT_MMA_TQ), (unsigned)p.heads, bz);
+            switch ((p.head_dim + 15) / 16) {
+            case 1: attention_mma_kernel<16><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 2: attention_mma_kernel<32><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 3: attention_mma_kernel<48><<<grid, 128, 0, s>>>(p, vec4); break;
+            default: attention_mma_kernel<64><<<grid, 128, 0, s>>>(p, vec4); break;
+            }
+        } else if (qtiles * p.heads * p.batch < sm_count && p.length > MVRT_ATT_SUB)
             launch_attention_ks<MVRT_ATT_KS>(p, dim3((unsigned)qtiles_ks, (unsigned)p.heads, bz), s);
         else
             launch_attention_ks<1>(p, dim3((unsigned)qtiles, (unsigned)p.heads, bz), s);

@@ -106,13 +106,17 @@ typedef struct mvrt_dwconv1d_params {
  *   v = [2C, 3C) with C = heads * head_dim; head h is columns
  *   [h*head_dim, (h+1)*head_dim) of each part.
  *   out (batch, L, C) row-major, head h at columns [h*head_dim, ...):
- *   out = softmax(q k^T * scale) v per (batch, head). */
+ *   out = softmax(q k^T * scale) v per (batch, head).
+ * math MVRT_MATH_BF16 lets a GPU with bf16 tensor cores round q, k, v and
+ * the softmax weights to bf16 (fp32 accumulation and softmax); every other
+ * mode, and the CPU, compute in fp32. */
 typedef struct mvrt_attention_params {
     int64_t batch, length;
     int heads, head_dim;
     float scale;          /* 1/sqrt(head_dim) */
     const float *qkv;
     float *out;
+    int math;             /* mvrt_math_mode_t */
 } mvrt_attention_params_t;
 
 /* 2-D convolution, NCHW, dense (groups 1), square kernel, zero padding:

@@ -296,7 +296,7 @@ static void case_dwconv(const char *name, int64_t batch, int64_t C, int64_t L, i
 }
 
 /* ---------------------------------------------------------------- attention */
-static void case_attention(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled)
+static void case_attention_math(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled, int math)
 {
     if (!selected(name)) return;
     const int64_t C = (int64_t)heads * hd;
@@ -309,6 +309,7 @@ static void case_attention(const char *name, int64_t batch, int64_t L, int heads
     a->scale = (float)(1.0 / sqrt((double)hd));
     a->qkv = qkv.h; a->out = out.h;
     pd = ph;
+    pd.u.attention.math = math; /* the reference is fp32/double whatever the mode */
     pd.u.attention.qkv = qkv.d; pd.u.attention.out = out.d;
     double *ref = ref_new(out.n);
     if (!sampled) {
@@ -324,9 +325,19 @@ static void case_attention(const char *name, int64_t batch, int64_t L, int heads
         }
     }
     run_dev(&pd);
-    check(name, &out, ref, sampled, 1e-5, 1e-4);
+    if (math == MVRT_MATH_BF16)
+        /* q, k, v and the weights rounded to bf16 (relative 2^-9 each): the
+         * scores (|q.k| * scale <= ~18 here) move by ~1e-2 at worst and the
+         * output, a weighted mean of |v| <= 1.5, by about as much */
+        check(name, &out, ref, sampled, 3e-2, 3e-2);
+    else
+        check(name, &out, ref, sampled, 1e-5, 1e-4);
     free(ref);
     buf_free(&qkv); buf_free(&out);
+}
+static void case_attention(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled)
+{
+    case_attention_math(name, batch, L, heads, hd, sampled, MVRT_MATH_FP32);
 }
 
 /* ---------------------------------------------------------------- conv2d */
@@ -612,6 +623,16 @@ int main(int argc, char **argv)
     case_attention("attention_split_keys_L20_d16", 1, 20, 2, 16, 0);
     /* enough blocks -> one lane per query, a partial last query tile */
     case_attention("attention_one_lane_L130_h8_b8", 8, 130, 8, 40, 0);
+    /* bf16 math: the tensor-core kernel on sm_80+ (atol 3e-2, rtol 3e-2),
+     * the fp32 kernels elsewhere; head_dim 7/16/40/49/64 (padded to 16..64,
+     * odd ones staged without vector loads), partial query and key tiles */
+    case_attention_math("attention_bf16_1x1x1x1", 1, 1, 1, 1, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L5_h3_d7", 2, 5, 3, 7, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L65_d16_b3", 3, 65, 2, 16, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L49_h16_d49", 2, 49, 16, 49, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L130_d64", 1, 130, 2, 64, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L300_d32", 1, 300, 1, 32, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1, MVRT_MATH_BF16);
 
     /* window partition / reverse: exact */
     case_window("window_1x1", 1, 1, 1, 1, 1);
