@@ -158,13 +158,24 @@ static void add_copy(builder_t *b, float *dst, const float *src, int64_t floats)
     n->dst = dst, n->src = src, n->bytes = (size_t)floats * sizeof(float);
 }
 
+/* bf16 math on a GPU backend: activations read only by a bf16 GEMM (the
+ * LayerNorm outputs before in_proj / qkv / fc1, the MLP hidden) are stored
+ * as bf16 by their producers, which saves a rounding pass over each of them
+ * (the CPU computes bf16 mode in fp32 and has no bf16 storage). */
+static int bf16_storage(const builder_t *b)
+{
+    return b->g->opt.math == MVRT_MATH_BF16 && strcmp(b->g->backend->vt->name, "cpu") != 0;
+}
+enum { DENSE_A16 = 1, DENSE_Y16 = 2 }; /* op_dense storage flags */
+
 static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *x, float *y,
-                         const char *prefix, const char *norm)
+                         const char *prefix, const char *norm, int y_bf16)
 {
     char leaf[64];
     mvrt_op_params_t op = {.kind = MVRT_OP_LAYERNORM};
     mvrt_layernorm_params_t *p = &op.u.layernorm;
     p->rows = rows, p->cols = cols, p->x = x, p->x_ld = cols, p->y = y, p->y_ld = cols, p->eps = 1e-5f;
+    p->y_bf16 = y_bf16;
     snprintf(leaf, sizeof leaf, "%s.weight", norm);
     p->weight = weight(b, prefix, leaf);
     snprintf(leaf, sizeof leaf, "%s.bias", norm);
@@ -175,7 +186,7 @@ static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *
 /* Y (M, N) = act(X (M, K) W^T + bias) [+ Y when accumulate]: a PyTorch Linear
  * over rows, one GEMM. */
 static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float *x, float *y,
-                     const char *prefix, const char *layer, int has_bias, int act, int accumulate)
+                     const char *prefix, const char *layer, int has_bias, int act, int accumulate, int storage)
 {
     char leaf[96];
     mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
@@ -192,6 +203,8 @@ static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float 
     p->activation = act;
     p->beta = accumulate ? 1.0f : 0.0f;
     p->math = b->g->opt.math;
+    p->a_bf16 = (storage & DENSE_A16) != 0;
+    p->y_bf16 = (storage & DENSE_Y16) != 0;
     add_op(b, &op);
 }
 
@@ -201,9 +214,10 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
     int64_t hidden = (int64_t)b->g->model->config.mlp_ratio * C;
     float *T = slot(b, SLOT_T, M * C);
     float *H = slot(b, SLOT_BIG, M * hidden);
-    op_layernorm(b, M, C, X, T, p, "norm2");
-    op_dense(b, M, hidden, C, T, H, p, "mlp.fc1", 1, MVRT_ACT_GELU_ERF, 0);
-    op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, 1);
+    const int s16 = bf16_storage(b);
+    op_layernorm(b, M, C, X, T, p, "norm2", s16);
+    op_dense(b, M, hidden, C, T, H, p, "mlp.fc1", 1, MVRT_ACT_GELU_ERF, 0, s16 ? DENSE_A16 | DENSE_Y16 : 0);
+    op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, 1, s16 ? DENSE_A16 : 0);
 }
 
 static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, float *X)
@@ -218,8 +232,9 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     float *YZ = slot(b, SLOT_YZ, Bw * C * L);
     mvrt_op_params_t op;
 
-    op_layernorm(b, M, C, X, T, p, "norm1");
-    op_dense(b, M, C, C, T, XZ, p, "mixer.in_proj", 0, MVRT_ACT_NONE, 0);
+    const int s16 = bf16_storage(b);
+    op_layernorm(b, M, C, X, T, p, "norm1", s16);
+    op_dense(b, M, C, C, T, XZ, p, "mixer.in_proj", 0, MVRT_ACT_NONE, 0, s16 ? DENSE_A16 : 0);
 
     /* silu(conv1d) of both halves, token-major in, channel-major out: x to
      * MX (the scan's u), z straight into the lower half of YZ. */
@@ -301,8 +316,10 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     int64_t M = Bw * L;
     float *T = slot(b, SLOT_T, M * C);
     float *QKV = slot(b, SLOT_BIG, M * 3 * C);
-    op_layernorm(b, M, C, X, T, p, "norm1");
-    op_dense(b, M, 3 * C, C, T, QKV, p, "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE, 0);
+    const int s16 = bf16_storage(b);
+    op_layernorm(b, M, C, X, T, p, "norm1", s16);
+    op_dense(b, M, 3 * C, C, T, QKV, p, "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE, 0,
+             s16 ? DENSE_A16 : 0);
     mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
     mvrt_attention_params_t *a = &op.u.attention;
     a->batch = Bw, a->length = L, a->heads = heads, a->head_dim = (int)(C / heads);
@@ -310,7 +327,7 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     a->qkv = QKV, a->out = T;
     a->math = b->g->opt.math;
     add_op(b, &op);
-    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, 1);
+    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, 1, 0);
     emit_mlp(b, p, M, C, X);
 }
 
@@ -457,7 +474,7 @@ static void emit_all(builder_t *b)
         op.u.pool.x = cur, op.u.pool.y = pooled;
         op.u.pool.scale = weight(b, "", "norm.scale"), op.u.pool.shift = weight(b, "", "norm.shift");
         add_op(b, &op);
-        op_dense(b, batch, c->num_classes, C, pooled, out, "", "head", 1, MVRT_ACT_NONE, 0);
+        op_dense(b, batch, c->num_classes, C, pooled, out, "", "head", 1, MVRT_ACT_NONE, 0, 0);
         break;
     }
     }

@@ -401,6 +401,9 @@ static mvrt_status_t mvrt_cpu_op_run_entry(void *device, void *stream, const mvr
 {
     (void)stream;
     (void)scratch;
+    if ((p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y_bf16) ||
+        (p->kind == MVRT_OP_LINEAR && (p->u.linear.a_bf16 || p->u.linear.y_bf16)))
+        return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: bf16 storage of op kind %d is a GPU-only form", p->kind);
     if (mvrt_cpu_op_run(p, mvrt_cpu_threads(device)) != 0)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: op kind %d is not implemented", p->kind);
     return MVRT_OK;

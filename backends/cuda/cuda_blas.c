@@ -182,6 +182,7 @@ int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, ch
     const cublasComputeType_t ct = g->math == MVRT_MATH_FAST && !g->bf16_operands ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                                   : CUBLAS_COMPUTE_32F;
     const cudaDataType ab = g->bf16_operands ? CUDA_R_16BF : CUDA_R_32F;
+    const cudaDataType yt = g->bf16_operands && g->y_bf16 ? CUDA_R_16BF : CUDA_R_32F;
     const cublasOperation_t opb = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t opa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
 
@@ -205,12 +206,12 @@ int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, ch
     if (st == CUBLAS_STATUS_SUCCESS) {
         if (g->batch == 1)
             st = cublas_lib.gemm(b->h, opb, opa, (int)g->N, (int)g->M, (int)g->K, &one, g->B, ab, (int)g->ldb,
-                              g->A, ab, (int)g->lda, &beta, g->Y, CUDA_R_32F, (int)g->ldy, ct,
+                              g->A, ab, (int)g->lda, &beta, g->Y, yt, (int)g->ldy, ct,
                               CUBLAS_GEMM_DEFAULT);
         else
             st = cublas_lib.gemm_batched(b->h, opb, opa, (int)g->N, (int)g->M, (int)g->K, &one, g->B, ab,
                                             (int)g->ldb, (long long)g->sb, g->A, ab, (int)g->lda,
-                                            (long long)g->sa, &beta, g->Y, CUDA_R_32F, (int)g->ldy,
+                                            (long long)g->sa, &beta, g->Y, yt, (int)g->ldy,
                                             (long long)g->sy, (int)g->batch, ct, CUBLAS_GEMM_DEFAULT);
     }
     pthread_mutex_unlock(&b->lock);

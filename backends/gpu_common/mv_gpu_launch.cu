@@ -78,6 +78,7 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
         v.beta = g.beta;
         v.math = math;
         v.bf16_operands = 0;
+        v.y_bf16 = 0;
         if (S > 1) {
             /* slice k of K: columns [k*Ks, (k+1)*Ks) of op(A), rows of op(B) */
             const int64_t Ks = g.K / S;
@@ -118,37 +119,83 @@ operand_shape linear_b(const mvrt_linear_params_t &p)
     return {p.trans_b ? p.N : p.K, p.trans_b ? p.K : p.N, p.batch_stride_b == 0 ? 1 : p.batch};
 }
 int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
+/* bf16 math on the vendor GEMM: dense bf16 copies of A (unless it is
+ * stored bf16 already, a_bf16) and of B. */
 int64_t linear_bf16_scratch(const mvrt_linear_params_t &p)
 {
     const operand_shape a = linear_a(p), b = linear_b(p);
-    return align256(a.rows * a.cols * a.count * 2) + align256(b.rows * b.cols * b.count * 2);
+    return (p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2)) + align256(b.rows * b.cols * b.count * 2);
+}
+/* bf16 storage without a bf16 vendor GEMM: fp32 copies of A (a_bf16) and of
+ * the product (y_bf16). */
+int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
+{
+    const operand_shape a = linear_a(p);
+    return (p.a_bf16 ? align256(a.rows * a.cols * a.count * 4) : 0) + (p.y_bf16 ? align256(p.batch * p.M * p.N * 4) : 0);
 }
 
-/* The bf16 linear: both operands rounded to bf16 (dense copies in the
- * scratch), one vendor GEMM with fp32 accumulation into Y, then the fp32
+/* The bf16 linear: both operands bf16 (A as stored when a_bf16, else a
+ * dense rounded copy in the scratch; B a rounded copy), one vendor GEMM
+ * with fp32 accumulation into Y (fp32, or bf16 when y_bf16), then the
  * epilogue. OK, or DECLINED when the vendor GEMM does not take the sizes
  * (the caller then runs fp32), or an error. */
-int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
+int run_linear_bf16(gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
                     gpuStream_t s, gpuError_t *err, char *msg, size_t msg_n)
 {
     const operand_shape a = linear_a(p), b = linear_b(p);
-    uint16_t *a16 = (uint16_t *)scratch;
-    uint16_t *b16 = (uint16_t *)((char *)scratch + align256(a.rows * a.cols * a.count * 2));
-    gpuError_t e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
+    const int64_t a_bytes = p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2);
+    uint16_t *a16 = p.a_bf16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
+    uint16_t *b16 = (uint16_t *)((char *)scratch + a_bytes);
+    gpuError_t e = gpuSuccess;
+    if (!p.a_bf16) e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
     if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     mvrt_gpu_gemm_t v;
     v.batch = g.batch; v.M = g.M; v.N = g.N; v.K = g.K;
-    v.A = a16; v.lda = a.cols; v.sa = a.count > 1 ? a.rows * a.cols : 0; v.ta = g.ta;
+    v.A = a16; v.ta = g.ta;
+    if (p.a_bf16) { v.lda = p.lda; v.sa = p.batch_stride_a; }
+    else { v.lda = a.cols; v.sa = a.count > 1 ? a.rows * a.cols : 0; }
     v.B = b16; v.ldb = b.cols; v.sb = b.count > 1 ? b.rows * b.cols : 0; v.tb = g.tb;
     v.Y = g.Y; v.ldy = g.ldy; v.sy = g.sy;
     v.beta = g.beta;
     v.math = MVRT_MATH_BF16;
     v.bf16_operands = 1;
+    v.y_bf16 = p.y_bf16 ? 1 : 0;
     const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
     if (rc == MVRT_GPU_GEMM_DECLINED) return -1;
     if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
+    g.y16 = p.y_bf16 ? 1 : 0;
     e = launch_epilogue(g, s);
+    if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+    return MVRT_GPU_OP_OK;
+}
+
+/* bf16 storage computed in fp32 (no vendor bf16 GEMM): A widened into the
+ * scratch, the product and epilogue into a dense fp32 scratch, then
+ * rounded into Y. */
+int run_linear_storage_fp32(gemm_args g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
+                            gpuStream_t s, gpuError_t *err, char *msg, size_t msg_n)
+{
+    if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
+    const operand_shape a = linear_a(p);
+    char *next = (char *)scratch;
+    gpuError_t e = gpuSuccess;
+    if (p.a_bf16) {
+        float *a32 = (float *)next;
+        next += align256(a.rows * a.cols * a.count * 4);
+        e = launch_from_bf16((const uint16_t *)(const void *)p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count,
+                             a32, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        g.A = a32; g.lda = a.cols; g.sa = a.count > 1 ? a.rows * a.cols : 0;
+    }
+    float *y32 = nullptr;
+    if (p.y_bf16) {
+        y32 = (float *)next;
+        g.Y = y32; g.ldy = g.N; g.sy = g.M * g.N; g.beta = 0.f;
+    }
+    const int rc = run_gemm(g, p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math, ctx, nullptr, s, err, msg, msg_n);
+    if (rc != MVRT_GPU_OP_OK || !p.y_bf16) return rc;
+    e = launch_dense_to_bf16(y32, g.M, g.N, g.batch, (uint16_t *)(void *)p.Y, p.ldy, p.batch_stride_y, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     return MVRT_GPU_OP_OK;
 }
@@ -170,11 +217,20 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
     g.R = nullptr; g.ldr = 0; g.sr = 0;
     g.act = p.activation;
     g.beta = p.beta;
-    if (use_bf16(p.math, ctx) && p.batch > 0 && p.M > 0 && p.N > 0 && p.K > 0) {
+    const bool storage16 = p.a_bf16 || p.y_bf16;
+    if (p.batch <= 0 || p.M <= 0 || p.N <= 0) return MVRT_GPU_OP_OK;
+    if (use_bf16(p.math, ctx) && p.K > 0) {
         if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
         const int rc = run_linear_bf16(g, p, scratch, ctx, s, err, msg, msg_n);
         if (rc >= 0) return rc;
+        if (storage16) {
+            /* its scratch was planned for the bf16 GEMM */
+            snprintf(msg, msg_n, "linear: the bf16 GEMM (M %lld, N %lld, K %lld, batch %lld) was declined",
+                     (long long)p.M, (long long)p.N, (long long)p.K, (long long)p.batch);
+            return MVRT_GPU_OP_TOO_LARGE;
+        }
     }
+    if (storage16) return run_linear_storage_fp32(g, p, scratch, ctx, s, err, msg, msg_n);
     /* fp32 / TF32; split only into a scratch planned for it (a bf16 linear
      * the vendor GEMM declined, or a caller without scratch, runs unsplit) */
     float *partials = !use_bf16(p.math, ctx) && linear_splitk_bytes(p, ctx) > 0 ? (float *)scratch : nullptr;
@@ -245,6 +301,7 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
             v.beta = 0.f;
             v.math = MVRT_MATH_BF16;
             v.bf16_operands = 1;
+            v.y_bf16 = 0;
             const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
             if (rc == MVRT_GPU_GEMM_DECLINED) {
                 snprintf(msg, msg_n, "conv2d: the bf16 GEMM (M %lld, N %lld, K %lld) was declined",
@@ -286,8 +343,12 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
         return (size_t)(split > 0 ? conv_splitk_offset(c) + split : c.scratch);
     }
     if (p->kind == MVRT_OP_LINEAR) {
-        if (use_bf16(p->u.linear.math, ctx)) return (size_t)linear_bf16_scratch(p->u.linear);
-        return (size_t)linear_splitk_bytes(p->u.linear, ctx);
+        const mvrt_linear_params_t &l = p->u.linear;
+        const bool storage16 = l.a_bf16 || l.y_bf16;
+        /* K = 0 never reaches the vendor GEMM: the storage path runs */
+        if (use_bf16(l.math, ctx) && (l.K > 0 || !storage16)) return (size_t)linear_bf16_scratch(l);
+        if (storage16) return (size_t)linear_storage_scratch(l);
+        return (size_t)linear_splitk_bytes(l, ctx);
     }
     return 0;
 }

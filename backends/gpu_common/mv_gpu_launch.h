@@ -24,10 +24,11 @@ typedef struct mvrt_gpu_gemm {
     int64_t batch, M, N, K;
     const void *A; int64_t lda, sa; int ta;   /* float, or bf16 bits with bf16_operands */
     const void *B; int64_t ldb, sb; int tb;
-    float *Y; int64_t ldy, sy;
+    float *Y; int64_t ldy, sy;   /* float, or bf16 bits with y_bf16 */
     float beta; /* 0 or 1 */
     int math;   /* mvrt_math_mode_t */
-    int bf16_operands; /* A and B hold bf16 bits (uint16), not floats; Y stays fp32 */
+    int bf16_operands; /* A and B hold bf16 bits (uint16), not floats */
+    int y_bf16;        /* Y holds bf16 bits (with bf16_operands only); else fp32 */
 } mvrt_gpu_gemm_t;
 
 /* A vendor BLAS GEMM behind a hook (the CUDA backend's cuBLAS,

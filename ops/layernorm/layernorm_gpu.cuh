@@ -8,7 +8,9 @@
  * registers (two reductions, no E[x^2] - mean^2 cancellation) and writes.
  * Any other shape goes through a scalar three-pass loop (re-reads hit L1).
  * In place (y == x) is fine: each element is read before its own lane
- * writes it. Reductions use MVRT_SHFL_XOR over MVRT_WARP_SIZE lanes. */
+ * writes it. Reductions use MVRT_SHFL_XOR over MVRT_WARP_SIZE lanes.
+ * Y16 (p.y_bf16): the output is stored as bf16 bits (round to nearest
+ * even), 8-byte stores of 4 on the fast path. */
 #ifndef MVRT_OPS_LAYERNORM_GPU_CUH
 #define MVRT_OPS_LAYERNORM_GPU_CUH
 
@@ -25,8 +27,17 @@ static __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
+/* fp32 -> bf16 bits, round to nearest even, NaN kept quiet */
+static __device__ __forceinline__ uint16_t ln_bf16_bits(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
 /* NV = 0: scalar path only. Block size a multiple of the warp width. */
-template <int NV>
+template <int NV, bool Y16>
 __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t p)
 {
     const int lane = threadIdx.x % MVRT_WARP_SIZE;
@@ -36,7 +47,8 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
     for (int64_t row = (int64_t)blockIdx.x * wpb + threadIdx.x / MVRT_WARP_SIZE; row < p.rows;
          row += (int64_t)gridDim.x * wpb) {
         const float *x = p.x + row * p.x_ld;
-        float *y = p.y + row * p.y_ld;
+        float *y = Y16 ? nullptr : p.y + row * p.y_ld;
+        uint16_t *y16 = Y16 ? reinterpret_cast<uint16_t *>(p.y) + row * p.y_ld : nullptr;
         /* the guard only matters if the host planned with another warp width */
         if (NV > 0 && cols / 4 <= (int64_t)NV * MVRT_WARP_SIZE) {
             const int64_t c4n = cols / 4;
@@ -63,6 +75,7 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
             const float4 *w4 = reinterpret_cast<const float4 *>(p.weight);
             const float4 *b4 = reinterpret_cast<const float4 *>(p.bias);
             float4 *y4 = reinterpret_cast<float4 *>(y);
+            uint2 *y4h = reinterpret_cast<uint2 *>(y16);
 #pragma unroll
             for (int i = 0; i < NV; i++) {
                 const int64_t c4 = lane + (int64_t)i * MVRT_WARP_SIZE;
@@ -73,7 +86,11 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
                     o.y = (v[i].y - mean) * rstd * w.y + b.y;
                     o.z = (v[i].z - mean) * rstd * w.z + b.z;
                     o.w = (v[i].w - mean) * rstd * w.w + b.w;
-                    y4[c4] = o;
+                    if (Y16)
+                        y4h[c4] = make_uint2((uint32_t)ln_bf16_bits(o.x) | ((uint32_t)ln_bf16_bits(o.y) << 16),
+                                             (uint32_t)ln_bf16_bits(o.z) | ((uint32_t)ln_bf16_bits(o.w) << 16));
+                    else
+                        y4[c4] = o;
                 }
             }
         } else {
@@ -86,9 +103,26 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
                 q += a * a;
             }
             const float rstd = 1.f / sqrtf(warp_sum(q) * inv_n + p.eps);
-            for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE)
-                y[c] = (x[c] - mean) * rstd * p.weight[c] + p.bias[c];
+            for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) {
+                const float o = (x[c] - mean) * rstd * p.weight[c] + p.bias[c];
+                if (Y16) y16[c] = ln_bf16_bits(o);
+                else y[c] = o;
+            }
         }
+    }
+}
+
+template <bool Y16>
+static inline void launch_layernorm_nv(const mvrt_layernorm_params_t &p, int nv, unsigned blocks, int threads,
+                                       mvrt_gpu_stream_t s)
+{
+    switch (nv) {
+    case 1: layernorm_kernel<1, Y16><<<blocks, threads, 0, s>>>(p); break;
+    case 2: layernorm_kernel<2, Y16><<<blocks, threads, 0, s>>>(p); break;
+    case 4: layernorm_kernel<4, Y16><<<blocks, threads, 0, s>>>(p); break;
+    case 8: layernorm_kernel<8, Y16><<<blocks, threads, 0, s>>>(p); break;
+    case 16: layernorm_kernel<16, Y16><<<blocks, threads, 0, s>>>(p); break;
+    default: layernorm_kernel<0, Y16><<<blocks, threads, 0, s>>>(p); break;
     }
 }
 
@@ -101,15 +135,14 @@ static inline mvrt_gpu_error_t launch_layernorm(const mvrt_layernorm_params_t &p
     const int64_t blocks64 = (p.rows + wpb - 1) / wpb;
     const unsigned blocks = (unsigned)(blocks64 < 0x7fffffff ? blocks64 : 0x7fffffff);
     auto a16 = [](const void *q) { return ((uintptr_t)q & 15u) == 0; };
-    const bool vec = p.cols % 4 == 0 && p.x_ld % 4 == 0 && p.y_ld % 4 == 0 && a16(p.x) && a16(p.y) &&
-                     a16(p.weight) && a16(p.bias);
+    auto a8 = [](const void *q) { return ((uintptr_t)q & 7u) == 0; };
+    const bool vec = p.cols % 4 == 0 && p.x_ld % 4 == 0 && p.y_ld % 4 == 0 && a16(p.x) &&
+                     (p.y_bf16 ? a8(p.y) : a16(p.y)) && a16(p.weight) && a16(p.bias);
     const int64_t per_lane = (p.cols / 4 + warp_size - 1) / warp_size;
-    if (vec && per_lane <= 1) layernorm_kernel<1><<<blocks, threads, 0, s>>>(p);
-    else if (vec && per_lane <= 2) layernorm_kernel<2><<<blocks, threads, 0, s>>>(p);
-    else if (vec && per_lane <= 4) layernorm_kernel<4><<<blocks, threads, 0, s>>>(p);
-    else if (vec && per_lane <= 8) layernorm_kernel<8><<<blocks, threads, 0, s>>>(p);
-    else if (vec && per_lane <= 16) layernorm_kernel<16><<<blocks, threads, 0, s>>>(p);
-    else layernorm_kernel<0><<<blocks, threads, 0, s>>>(p);
+    const int nv = !vec ? 0 : per_lane <= 1 ? 1 : per_lane <= 2 ? 2 : per_lane <= 4 ? 4 : per_lane <= 8 ? 8
+                 : per_lane <= 16 ? 16 : 0;
+    if (p.y_bf16) launch_layernorm_nv<true>(p, nv, blocks, threads, s);
+    else launch_layernorm_nv<false>(p, nv, blocks, threads, s);
     return mvrt_gpu_get_last_error();
 }
 

@@ -57,6 +57,7 @@ struct gemm_args {
     int ta, tb;                       /* op(A) = A^T, op(B) = B^T */
     int act;
     float beta;                       /* 0 or 1 */
+    int y16 = 0;                      /* epilogues: Y holds bf16 bits (beta 0, no R); not sgemm_kernel */
 };
 
 /* Epilogue of one element: v is the product, y points at Y's element. */
@@ -175,6 +176,16 @@ __global__ void __launch_bounds__(MVRT_GEMM_THREADS) sgemm_kernel(gemm_args g)
     }
 }
 
+/* fp32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN): the
+ * operands of the bf16 math mode. */
+static __device__ __forceinline__ uint16_t f32_to_bf16_bits(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
 /* Y holds the product (the cuBLAS path, which also applied beta): add the
  * bias, the activation and the residual. Block (64, 4): x over columns,
  * y over rows of the flattened (batch * M) rows; grid-stride over rows. */
@@ -183,15 +194,17 @@ __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
     const int64_t rows = g.batch * g.M;
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
         const int64_t b = r / g.M, m = r - b * g.M;
-        float *y = g.Y + b * g.sy + m * g.ldy;
+        float *y = g.Y + b * g.sy + m * g.ldy; /* not dereferenced when y16 */
         const float *res = g.R ? g.R + b * g.sr + m * g.ldr : nullptr;
         const float brow = (g.bias && g.bias_per_row) ? g.bias[m] : 0.f;
+        uint16_t *y16 = g.y16 ? reinterpret_cast<uint16_t *>(g.Y) + b * g.sy + m * g.ldy : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < g.N; n += (int64_t)gridDim.x * blockDim.x) {
-            float v = y[n];
+            float v = y16 ? __uint_as_float((uint32_t)y16[n] << 16) : y[n];
             if (g.bias) v += g.bias_per_row ? brow : g.bias[n];
             v = act_apply(g.act, v);
             if (res) v += res[n];
-            y[n] = v;
+            if (y16) y16[n] = f32_to_bf16_bits(v);
+            else y[n] = v;
         }
     }
 }
@@ -227,6 +240,34 @@ __global__ void __launch_bounds__(256) epilogue_vec4_kernel(gemm_args g)
     }
 }
 
+/* epilogue_vec4_kernel over a bf16 Y (the bf16 GEMM wrote bf16): 8-byte
+ * loads and stores of 4 bf16; bias and activation in fp32, rounded once. */
+__global__ void __launch_bounds__(256) epilogue_bf16_vec4_kernel(gemm_args g)
+{
+    const int64_t rows = g.batch * g.M, n4 = g.N / 4;
+    for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
+        const int64_t b = r / g.M, m = r - b * g.M;
+        uint2 *y = reinterpret_cast<uint2 *>(reinterpret_cast<uint16_t *>(g.Y) + b * g.sy + m * g.ldy);
+        const float brow = (g.bias && g.bias_per_row) ? g.bias[m] : 0.f;
+        const float4 *bcol = (g.bias && !g.bias_per_row) ? (const float4 *)g.bias : nullptr;
+        for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < n4; n += (int64_t)gridDim.x * blockDim.x) {
+            const uint2 h = y[n];
+            float4 v = make_float4(__uint_as_float(h.x << 16), __uint_as_float(h.x & 0xffff0000u),
+                                   __uint_as_float(h.y << 16), __uint_as_float(h.y & 0xffff0000u));
+            if (bcol) {
+                const float4 c = bcol[n];
+                v.x += c.x, v.y += c.y, v.z += c.z, v.w += c.w;
+            } else {
+                v.x += brow, v.y += brow, v.z += brow, v.w += brow;
+            }
+            v.x = act_apply(g.act, v.x), v.y = act_apply(g.act, v.y);
+            v.z = act_apply(g.act, v.z), v.w = act_apply(g.act, v.w);
+            y[n] = make_uint2((uint32_t)f32_to_bf16_bits(v.x) | ((uint32_t)f32_to_bf16_bits(v.y) << 16),
+                              (uint32_t)f32_to_bf16_bits(v.z) | ((uint32_t)f32_to_bf16_bits(v.w) << 16));
+        }
+    }
+}
+
 /* Split-K: the vendor GEMM wrote S dense M x N partial products (batch 1,
  * K cut into S equal slices) to P; sum them in slice order (fixed:
  * bitwise reproducible), then the full epilogue (bias, activation,
@@ -257,16 +298,6 @@ __global__ void __launch_bounds__(256) splitk_epilogue_kernel(gemm_args g, const
 static inline unsigned mvrt_min_u64(uint64_t a, uint64_t b) { return (unsigned)(a < b ? a : b); }
 
 static inline bool mvrt_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
-/* fp32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN): the
- * operands of the bf16 math mode. */
-static __device__ __forceinline__ uint16_t f32_to_bf16_bits(float f)
-{
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 /* dst[b][r][c] (dense) = bf16(src[b * sstride + r * ld + c]); x over c,
  * y over r, z over b; grid-stride. */
@@ -319,6 +350,57 @@ static inline mvrt_gpu_error_t launch_to_bf16(const float *src, int64_t rows, in
     return mvrt_gpu_get_last_error();
 }
 
+/* dst[b][r][c] (dense fp32) = src bits [b * sstride + r * ld + c]: the
+ * bf16-storage operands of a linear that runs in fp32 (no vendor bf16
+ * GEMM). x over c, y over r, z over b; grid-stride. */
+__global__ void __launch_bounds__(256) from_bf16_kernel(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
+                                                        int64_t sstride, int64_t batch, float *dst)
+{
+    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
+        for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
+            const uint16_t *q = src + b * sstride + r * ld;
+            float *d = dst + (b * rows + r) * cols;
+            for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
+                d[c] = __uint_as_float((uint32_t)q[c] << 16);
+        }
+}
+
+/* dst bits [b * dstride + r * dld + c] = bf16(src[(b * rows + r) * cols + c])
+ * (src dense): a bf16-storage output computed in fp32. */
+__global__ void __launch_bounds__(256) dense_to_bf16_kernel(const float *src, int64_t rows, int64_t cols,
+                                                            int64_t batch, uint16_t *dst, int64_t dld,
+                                                            int64_t dstride)
+{
+    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
+        for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
+            const float *q = src + (b * rows + r) * cols;
+            uint16_t *d = dst + b * dstride + r * dld;
+            for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
+                d[c] = f32_to_bf16_bits(q[c]);
+        }
+}
+
+static inline dim3 convert_grid(int64_t rows, int64_t cols, int64_t batch)
+{
+    return dim3(mvrt_min_u64(((uint64_t)cols + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
+                mvrt_min_u64((uint64_t)batch, 65535));
+}
+static inline mvrt_gpu_error_t launch_from_bf16(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
+                                                int64_t sstride, int64_t batch, float *dst, mvrt_gpu_stream_t s)
+{
+    if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
+    from_bf16_kernel<<<convert_grid(rows, cols, batch), dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+    return mvrt_gpu_get_last_error();
+}
+static inline mvrt_gpu_error_t launch_dense_to_bf16(const float *src, int64_t rows, int64_t cols, int64_t batch,
+                                                    uint16_t *dst, int64_t dld, int64_t dstride, mvrt_gpu_stream_t s)
+{
+    if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
+    dense_to_bf16_kernel<<<convert_grid(rows, cols, batch), dim3(64, 4), 0, s>>>(src, rows, cols, batch, dst, dld,
+                                                                                 dstride);
+    return mvrt_gpu_get_last_error();
+}
+
 /* Queues our own GEMM (all of gemm_args applied). */
 static inline mvrt_gpu_error_t launch_sgemm(const gemm_args &g, mvrt_gpu_stream_t s)
 {
@@ -338,6 +420,15 @@ static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stre
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
     if (!g.bias && g.act == MVRT_ACT_NONE && !g.R) return MVRT_GPU_SUCCESS;
     const uint64_t rows = (uint64_t)g.batch * (uint64_t)g.M;
+    if (g.y16) {
+        dim3 block(64, 4);
+        const bool v16 = g.N % 4 == 0 && g.ldy % 4 == 0 && (g.batch == 1 || g.sy % 4 == 0) &&
+                         ((uintptr_t)g.Y & 7u) == 0 && (!g.bias || g.bias_per_row || mvrt_aligned16(g.bias));
+        dim3 grid(mvrt_min_u64(((uint64_t)(v16 ? g.N / 4 : g.N) + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
+        if (v16) epilogue_bf16_vec4_kernel<<<grid, block, 0, s>>>(g);
+        else epilogue_kernel<<<grid, block, 0, s>>>(g);
+        return mvrt_gpu_get_last_error();
+    }
     const bool vec4 = g.N % 4 == 0 && g.ldy % 4 == 0 && (g.batch == 1 || g.sy % 4 == 0) && mvrt_aligned16(g.Y) &&
                       (!g.R || (g.ldr % 4 == 0 && (g.batch == 1 || g.sr % 4 == 0) && mvrt_aligned16(g.R))) &&
                       (!g.bias || g.bias_per_row || mvrt_aligned16(g.bias));

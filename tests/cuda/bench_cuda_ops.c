@@ -71,20 +71,20 @@ int main(int argc, char **argv)
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_LINEAR;
     p.u.linear = (mvrt_linear_params_t){1, T, 4 * C, C, x, C, 0, 0, w1, C, 0, 1, h, 4 * C, 0, b1, 0,
-                                        MVRT_ACT_GELU_ERF, 0.f, MVRT_MATH_FP32};
+                                        MVRT_ACT_GELU_ERF, 0.f, MVRT_MATH_FP32, 0, 0};
     const double f1 = 2.0 * T * 4 * C * C;
     bench("linear fc1 50176x1280x320 +bias+GELU fp32", &p, f1, 0);
     p.u.linear.math = MVRT_MATH_FAST;
     bench("linear fc1 50176x1280x320 +bias+GELU tf32", &p, f1, 0);
     p.u.linear = (mvrt_linear_params_t){1, T, C, 4 * C, h, 4 * C, 0, 0, w2, 4 * C, 0, 1, y, C, 0, b1, 0,
-                                        MVRT_ACT_NONE, 1.f, MVRT_MATH_FP32};
+                                        MVRT_ACT_NONE, 1.f, MVRT_MATH_FP32, 0, 0};
     bench("linear fc2 50176x320x1280 +bias beta1 fp32", &p, f1, 0);
 
     /* attention, stage 3 of T: qkv (B, 196, 960), 8 heads of 40 */
     float *qkv = dalloc_rand(T * 3 * C), *ao = dalloc_rand(T * C);
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_ATTENTION;
-    p.u.attention = (mvrt_attention_params_t){B, L, 8, 40, 0.158113883f, qkv, ao};
+    p.u.attention = (mvrt_attention_params_t){B, L, 8, 40, 0.158113883f, qkv, ao, MVRT_MATH_FP32};
     bench("attention b256 L196 h8 d40", &p, 4.0 * B * 8 * L * L * 40, 0);
     p.u.attention.batch = 64;
     bench("attention b64 L196 h8 d40", &p, 4.0 * 64 * 8 * L * L * 40, 0);
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     /* layernorm (T, 320) */
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_LAYERNORM;
-    p.u.layernorm = (mvrt_layernorm_params_t){T, C, x, C, y, C, w1, b1, 1e-5f};
+    p.u.layernorm = (mvrt_layernorm_params_t){T, C, x, C, y, C, w1, b1, 1e-5f, 0};
     bench("layernorm 50176x320", &p, 0, 2.0 * T * C * 4);
 
     /* dwconv1d on the mixer's x half: token-major (B, 196, 320) cols [0,160) -> (B, 160, 196) */

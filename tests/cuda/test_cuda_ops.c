@@ -148,6 +148,153 @@ static int check(const char *name, const buf_t *out, const double *ref, int samp
 
 static int selected(const char *name) { return !filter || strstr(name, filter) != NULL; }
 
+/* ---- bf16 storage (GPU-only op forms): uint16 buffers ---- */
+typedef struct buf16 {
+    uint16_t *h;
+    void *d;
+    int64_t n;
+} buf16_t;
+
+/* device buffer of n bf16 values: the bits of `init` (or NaN poison) */
+static buf16_t buf16_new(int64_t n, const float *init)
+{
+    buf16_t b;
+    b.n = n > 0 ? n : 1;
+    b.h = malloc(sizeof(uint16_t) * (size_t)b.n);
+    if (!b.h) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    for (int64_t i = 0; i < b.n; i++) b.h[i] = init ? tu_f32_to_bf16(init[i]) : 0x7fc0u;
+    TU_CHECK(vt->mem_alloc(dev, sizeof(uint16_t) * (size_t)b.n, &b.d));
+    TU_CHECK(vt->copy_h2d(dev, stream, b.d, b.h, sizeof(uint16_t) * (size_t)b.n));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    return b;
+}
+static void buf16_free(buf16_t *b)
+{
+    if (b->d) vt->mem_free(dev, b->d);
+    free(b->h);
+    memset(b, 0, sizeof *b);
+}
+/* check() for a bf16 output: decoded, compared with the same tolerance
+ * rule; elements the reference leaves NaN must keep their initial bits. */
+static int check16(const char *name, const buf16_t *out, const double *ref, int sampled, double atol, double rtol)
+{
+    uint16_t *got = malloc(sizeof(uint16_t) * (size_t)out->n);
+    if (!got) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    TU_CHECK(vt->copy_d2h(dev, stream, got, out->d, sizeof(uint16_t) * (size_t)out->n));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    double worst = 0, worst_abs = 0;
+    int64_t wi = -1, checked = 0, untouched_bad = 0;
+    for (int64_t i = 0; i < out->n; i++) {
+        if (isnan(ref[i])) {
+            if (!sampled && got[i] != out->h[i]) untouched_bad++;
+            continue;
+        }
+        checked++;
+        const double g = tu_bf16_to_f32(got[i]), e = fabs(g - ref[i]);
+        const double tol = atol + rtol * fabs(ref[i]);
+        const double r = !isfinite(g) ? INFINITY : e == 0 ? 0.0 : e / tol;
+        if (!(r <= worst)) { worst = r; wi = i; }
+        if (isfinite(g) && e > worst_abs) worst_abs = e;
+    }
+    const int ok = worst <= 1.0 && untouched_bad == 0 && checked > 0;
+    printf("%-4s %-7s %-44s checked %10lld  worst |err| %.3g  worst ratio %.3g (atol %.1e rtol %.1e)\n",
+           ok ? "ok" : "FAIL", gemm_mode, name, (long long)checked, worst_abs, worst, atol, rtol);
+    if (worst > 1.0 && wi >= 0)
+        printf("     worst element %lld: got %.9g ref %.9g\n", (long long)wi, tu_bf16_to_f32(got[wi]), ref[wi]);
+    if (untouched_bad) printf("     %lld elements outside the op's output were modified\n", (long long)untouched_bad);
+    free(got);
+    ran++;
+    if (!ok) fails++;
+    return ok;
+}
+
+/* LayerNorm with a bf16 output (y_bf16): the reference in double, then one
+ * rounding to bf16 (relative 2^-9): atol 2e-5, rtol 2^-8. */
+static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad)
+{
+    if (!selected(name)) return;
+    const int64_t xld = cols + xpad, yld = cols + ypad;
+    buf_t x = buf_rand(rows * xld, -2.0, 3.0), w = buf_rand(cols, 0.5, 1.5), bb = buf_rand(cols, -0.5, 0.5);
+    buf16_t y = buf16_new(rows * yld, NULL);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_LAYERNORM;
+    mvrt_layernorm_params_t *l = &ph.u.layernorm;
+    l->rows = rows; l->cols = cols; l->x = x.h; l->x_ld = xld; l->y = NULL; l->y_ld = yld;
+    l->weight = w.h; l->bias = bb.h; l->eps = 1e-5f;
+    pd = ph;
+    pd.u.layernorm.x = x.d; pd.u.layernorm.y = y.d; pd.u.layernorm.weight = w.d; pd.u.layernorm.bias = bb.d;
+    pd.u.layernorm.y_bf16 = 1;
+    /* the reference writes floats: run it into a float image of y */
+    float *yh = malloc(sizeof(float) * (size_t)y.n);
+    if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    ph.u.layernorm.y = yh;
+    double *ref = ref_new(y.n);
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    check16(name, &y, ref, 0, 2e-5, 0x1p-8);
+    free(ref); free(yh);
+    buf_free(&x); buf_free(&w); buf_free(&bb); buf16_free(&y);
+}
+
+/* Linear with bf16 storage of A (a16) and/or Y (y16), in bf16 math (the
+ * vendor bf16 GEMM reads / writes them directly) or fp32 math (converted
+ * through fp32 scratch; also every case of the builtin-GEMM pass). A's
+ * values are bf16 numbers, so the reference sees what the device sees.
+ * Tolerance: bf16 math as the bf16 linear cases (6e-3 sqrt(K), 2e-2);
+ * fp32 math 2e-6 sqrt(K) + 1e-6 and rtol 1e-5, or 2^-8 with a bf16 Y. */
+static void case_linear_storage(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16,
+                                int y16, int bias, int act, int math, int64_t pad)
+{
+    if (!selected(name)) return;
+    const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + pad, sa = ra * lda + 2;
+    const int64_t ldb = K + pad, sb = 0; /* a shared PyTorch weight (N, K) */
+    const int64_t ldy = N + pad, sy = M * ldy + 6;
+    buf_t A = buf_rand(batch * sa, -1.0, 1.0), B = buf_rand(N * ldb, -1.0, 1.0);
+    for (int64_t i = 0; i < A.n; i++) A.h[i] = tu_bf16_to_f32(tu_f32_to_bf16(A.h[i]));
+    buf_upload(&A);
+    buf_t bv = {0, 0, 0};
+    if (bias) bv = buf_rand(N, -1.0, 1.0);
+    buf16_t A16 = {0, 0, 0}, Y16 = {0, 0, 0};
+    buf_t Y = {0, 0, 0};
+    if (a16) A16 = buf16_new(A.n, A.h);
+    if (y16) Y16 = buf16_new(batch * sy, NULL);
+    else Y = buf_out(batch * sy);
+    float *yh = malloc(sizeof(float) * (size_t)(batch * sy));
+    if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &ph.u.linear;
+    l->batch = batch; l->M = M; l->N = N; l->K = K;
+    l->A = A.h; l->lda = lda; l->batch_stride_a = sa; l->trans_a = ta;
+    l->B = B.h; l->ldb = ldb; l->batch_stride_b = sb; l->trans_b = 1;
+    l->Y = yh; l->ldy = ldy; l->batch_stride_y = sy;
+    l->bias = bias ? bv.h : NULL;
+    l->activation = act; l->beta = 0.f; l->math = math;
+    pd = ph;
+    pd.u.linear.A = a16 ? (const float *)A16.d : (const float *)A.d;
+    pd.u.linear.B = B.d;
+    pd.u.linear.Y = y16 ? (float *)Y16.d : (float *)Y.d;
+    pd.u.linear.bias = bias ? bv.d : NULL;
+    pd.u.linear.a_bf16 = a16; pd.u.linear.y_bf16 = y16;
+    double *ref = ref_new(batch * sy);
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    const double sk = sqrt((double)K);
+    const int bf16_gemm = math == MVRT_MATH_BF16 && strcmp(gemm_mode, "builtin") != 0;
+    const double atol = bf16_gemm ? 6e-3 * sk : 2e-6 * sk + 1e-6;
+    const double rtol = bf16_gemm ? 2e-2 : y16 ? 0x1p-8 : 1e-5;
+    if (y16) check16(name, &Y16, ref, 0, atol, rtol);
+    else check(name, &Y, ref, 0, atol, rtol);
+    free(ref); free(yh);
+    buf_free(&A); buf_free(&B);
+    if (bias) buf_free(&bv);
+    if (a16) buf16_free(&A16);
+    if (y16) buf16_free(&Y16);
+    else buf_free(&Y);
+}
+
 /* ---------------------------------------------------------------- layernorm */
 static void case_layernorm(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad, int inplace)
 {
@@ -477,7 +624,7 @@ static void case_graph(void)
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,
-                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32};
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0};
     size_t bytes = 0;
     TU_CHECK(vt->op_scratch_size(dev, &c, &bytes));
     void *scratch = NULL;
@@ -569,6 +716,16 @@ static void run_gemm_cases(void)
 {
     for (size_t i = 0; i < sizeof linear_cases / sizeof linear_cases[0]; i++) case_linear(&linear_cases[i]);
     for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) case_conv2d(&conv_cases[i]);
+    /* bf16 storage (the graph's bf16 mode on GPUs): the MLP's fc1 (bf16 in,
+     * bias + GELU, bf16 out) and fc2 (bf16 in), batched / transposed /
+     * padded forms, odd sizes (scalar epilogue), fp32 math through scratch */
+    case_linear_storage("linear_s16_fc1_a16_y16_gelu", 1, 1000, 1280, 320, 0, 1, 1, 1, GELU, BF16, 0);
+    case_linear_storage("linear_s16_fc2_a16", 1, 777, 320, 1280, 0, 1, 0, 1, NONE, BF16, 0);
+    case_linear_storage("linear_s16_batch_ta_pad_odd", 3, 37, 19, 45, 1, 1, 1, 1, SILU, BF16, 3);
+    case_linear_storage("linear_s16_y16_only_odd", 2, 5, 7, 9, 0, 0, 1, 0, NONE, BF16, 1);
+    case_linear_storage("linear_s16_fp32_math_a16_y16", 2, 65, 40, 72, 0, 1, 1, 1, GELU, FP32, 2);
+    case_linear_storage("linear_s16_fp32_math_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, FP32, 0);
+    case_linear_storage("linear_s16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, RELU, BF16, 0);
     case_graph();
 }
 
@@ -595,6 +752,12 @@ int main(int argc, char **argv)
     case_layernorm("layernorm_inplace_65x160", 65, 160, 0, 0, 1);
     case_layernorm("layernorm_inplace_odd_ld", 11, 33, 2, 0, 1);
     case_layernorm("layernorm_mv_50176x320", 50176, 320, 0, 0, 0);
+    /* bf16 output (y_bf16): atol 2e-5, rtol 2^-8; vector (cols % 4 == 0,
+     * 8-byte aligned rows) and scalar paths */
+    case_layernorm_bf16("layernorm_bf16_33x320_vec", 33, 320, 0, 0);
+    case_layernorm_bf16("layernorm_bf16_9x97_ld101", 9, 97, 4, 4);
+    case_layernorm_bf16("layernorm_bf16_7x96_ld98_scalar", 7, 96, 0, 2);
+    case_layernorm_bf16("layernorm_bf16_mv_50176x320", 50176, 320, 0, 0);
 
     /* dwconv1d + SiLU: atol 1e-5 sqrt(width) + 1e-6, rtol 1e-5 */
     case_dwconv("dwconv_1x1x1_w1", 1, 1, 1, 1, 0);
