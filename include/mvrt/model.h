@@ -115,7 +115,9 @@ typedef struct mvrt_graph_options {
     int64_t tokens;       /* blocks: tokens per sequence L */
     int math;             /* 0: exact fp32 (matches PyTorch, TF32 off); 1: fast, TF32 GEMMs and convs on
                              CUDA; 2: fast, bf16 GEMM and conv operands with fp32 accumulation on CUDA
-                             (as PyTorch autocast). Backends without these compute fp32. */
+                             (as PyTorch autocast), attention on bf16 tensor cores (sm_80+), and the
+                             activations that only a GEMM reads (LayerNorm outputs, MLP hidden) stored
+                             as bf16 on GPU backends. The CPU computes fp32 for all three. */
 } mvrt_graph_options_t;
 
 typedef struct mvrt_graph mvrt_graph_t;
