@@ -209,6 +209,21 @@ __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
     }
 }
 
+/* Four columns n*4.. of a row: + bias (per column: bcol[n]; per row: brow,
+ * 0 without bias), then the activation; shared by the vector epilogues. */
+static __device__ __forceinline__ float4 bias_act4(float4 v, const float4 *bcol, float brow, int64_t n, int act)
+{
+    if (bcol) {
+        const float4 c = bcol[n];
+        v.x += c.x, v.y += c.y, v.z += c.z, v.w += c.w;
+    } else {
+        v.x += brow, v.y += brow, v.z += brow, v.w += brow;
+    }
+    v.x = act_apply(act, v.x), v.y = act_apply(act, v.y);
+    v.z = act_apply(act, v.z), v.w = act_apply(act, v.w);
+    return v;
+}
+
 /* The epilogue four columns at a time (16-byte loads and stores), for Y,
  * R and a per-column bias whose rows start 16-byte aligned (the launcher
  * checks): a quarter of the instructions of the scalar kernel. */
@@ -223,14 +238,7 @@ __global__ void __launch_bounds__(256) epilogue_vec4_kernel(gemm_args g)
         const float4 *bcol = (g.bias && !g.bias_per_row) ? (const float4 *)g.bias : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < n4; n += (int64_t)gridDim.x * blockDim.x) {
             float4 v = y[n];
-            if (bcol) {
-                const float4 c = bcol[n];
-                v.x += c.x, v.y += c.y, v.z += c.z, v.w += c.w;
-            } else {
-                v.x += brow, v.y += brow, v.z += brow, v.w += brow;
-            }
-            v.x = act_apply(g.act, v.x), v.y = act_apply(g.act, v.y);
-            v.z = act_apply(g.act, v.z), v.w = act_apply(g.act, v.w);
+            v = bias_act4(v, bcol, brow, n, g.act);
             if (res) {
                 const float4 q = res[n];
                 v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
@@ -254,14 +262,7 @@ __global__ void __launch_bounds__(256) epilogue_bf16_vec4_kernel(gemm_args g)
             const uint2 h = y[n];
             float4 v = make_float4(__uint_as_float(h.x << 16), __uint_as_float(h.x & 0xffff0000u),
                                    __uint_as_float(h.y << 16), __uint_as_float(h.y & 0xffff0000u));
-            if (bcol) {
-                const float4 c = bcol[n];
-                v.x += c.x, v.y += c.y, v.z += c.z, v.w += c.w;
-            } else {
-                v.x += brow, v.y += brow, v.z += brow, v.w += brow;
-            }
-            v.x = act_apply(g.act, v.x), v.y = act_apply(g.act, v.y);
-            v.z = act_apply(g.act, v.z), v.w = act_apply(g.act, v.w);
+            v = bias_act4(v, bcol, brow, n, g.act);
             y[n] = make_uint2((uint32_t)f32_to_bf16_bits(v.x) | ((uint32_t)f32_to_bf16_bits(v.y) << 16),
                               (uint32_t)f32_to_bf16_bits(v.z) | ((uint32_t)f32_to_bf16_bits(v.w) << 16));
         }
