@@ -183,8 +183,8 @@ int run_linear_storage_fp32(gemm_args g, const mvrt_linear_params_t &p, void *sc
     if (p.a_bf16) {
         float *a32 = (float *)next;
         next += align256(a.rows * a.cols * a.count * 4);
-        e = launch_from_bf16((const uint16_t *)(const void *)p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count,
-                             a32, s);
+        e = launch_convert((const uint16_t *)(const void *)p.A, p.lda, p.batch_stride_a, a32, a.cols, a.rows * a.cols,
+                           a.rows, a.cols, a.count, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
         g.A = a32; g.lda = a.cols; g.sa = a.count > 1 ? a.rows * a.cols : 0;
     }
@@ -195,7 +195,7 @@ int run_linear_storage_fp32(gemm_args g, const mvrt_linear_params_t &p, void *sc
     }
     const int rc = run_gemm(g, p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math, ctx, nullptr, s, err, msg, msg_n);
     if (rc != MVRT_GPU_OP_OK || !p.y_bf16) return rc;
-    e = launch_dense_to_bf16(y32, g.M, g.N, g.batch, (uint16_t *)(void *)p.Y, p.ldy, p.batch_stride_y, s);
+    e = launch_convert(y32, g.N, g.M * g.N, (uint16_t *)(void *)p.Y, p.ldy, p.batch_stride_y, g.M, g.N, g.batch, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     return MVRT_GPU_OP_OK;
 }

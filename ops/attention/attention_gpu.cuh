@@ -241,7 +241,8 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
 #endif
 
 #ifdef MVRT_ATT_MMA_DEVICE
-/* two floats -> two bf16 (round to nearest even) in one 32-bit word, lo first */
+/* two floats -> two bf16 (round to nearest even) in one 32-bit word, lo first:
+ * mvrt_bf16x2_bits in one cvt instruction (P is packed in the inner loop) */
 static __device__ __forceinline__ uint32_t att_pack_bf16x2(float lo, float hi)
 {
     uint32_t r;
@@ -479,12 +480,11 @@ __global__ void __launch_bounds__(128) attention_direct_kernel(mvrt_attention_pa
     }
 }
 
+/* vec4: float4 staging of Q/K/V (head_dim, the row stride 3C and the
+ * pointer allow 16-byte loads; launch_attention decides). */
 template <int KS>
-static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 grid, mvrt_gpu_stream_t s)
+static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 grid, bool vec4, mvrt_gpu_stream_t s)
 {
-    /* float4 staging of K/V: head_dim, the row stride 3C and the pointer
-     * allow 16-byte loads */
-    const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
     switch ((p.head_dim + 7) / 8) {
     case 1: attention_kernel<8, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
     case 2: attention_kernel<16, KS><<<grid, MVRT_ATT_TQ, 0, s>>>(p, vec4); break;
@@ -512,6 +512,7 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
     const int64_t qtiles_ks = (p.length + MVRT_ATT_TQ / MVRT_ATT_KS - 1) / (MVRT_ATT_TQ / MVRT_ATT_KS);
     if (p.head_dim <= 64 && p.heads <= 65535 && qtiles_ks <= 0x7fffffff) {
         const unsigned bz = (unsigned)(p.batch < 65535 ? p.batch : 65535);
+        /* float4 staging: head_dim, the row stride 3C and the pointer allow 16-byte loads */
         const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
         if (mma_bf16 && p.math == MVRT_MATH_BF16) {
             const dim3 grid((unsigned)((p.length + MVRT_ATT_MMA_TQ - 1) / MVRT_ATT_MMA_TQ), (unsigned)p.heads, bz);
@@ -522,9 +523,9 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
             default: attention_mma_kernel<64><<<grid, 128, 0, s>>>(p, vec4); break;
             }
         } else if (qtiles * p.heads * p.batch < sm_count && p.length > MVRT_ATT_SUB)
-            launch_attention_ks<MVRT_ATT_KS>(p, dim3((unsigned)qtiles_ks, (unsigned)p.heads, bz), s);
+            launch_attention_ks<MVRT_ATT_KS>(p, dim3((unsigned)qtiles_ks, (unsigned)p.heads, bz), vec4, s);
         else
-            launch_attention_ks<1>(p, dim3((unsigned)qtiles, (unsigned)p.heads, bz), s);
+            launch_attention_ks<1>(p, dim3((unsigned)qtiles, (unsigned)p.heads, bz), vec4, s);
     } else {
         const int64_t total = p.batch * p.heads * p.length;
         const int64_t blocks = (total + 127) / 128;

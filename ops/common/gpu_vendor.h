@@ -34,19 +34,6 @@ typedef hipError_t mvrt_gpu_error_t;
 #define MVRT_SHFL(v, src, width) __shfl((v), (src), (width))
 /* Orders shared-memory accesses of the lanes of one wavefront. */
 #define MVRT_SYNCWARP() __builtin_amdgcn_wave_barrier()
-static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
-static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x)
-{
-    unsigned u = __float_as_uint(x);
-    mvrt_gpu_bf16 r;
-    if ((u & 0x7fffffffu) > 0x7f800000u) { /* NaN stays a (quiet) NaN */
-        r.bits = (unsigned short)((u >> 16) | 0x40u);
-        return r;
-    }
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
-    r.bits = (unsigned short)(u >> 16);
-    return r;
-}
 #else
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -70,6 +57,34 @@ typedef cudaError_t mvrt_gpu_error_t;
 #define MVRT_SYNCWARP() __syncwarp()
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
+#endif
+
+/* bf16 as raw bits (the uint16_t buffers of the bf16 math mode, and HIP's
+ * bf16 type): exact widening; rounding to nearest even, NaN kept quiet. */
+static __device__ __forceinline__ float mvrt_bf16_bits_to_f32(unsigned short h)
+{
+    return __uint_as_float((unsigned)h << 16);
+}
+static __device__ __forceinline__ unsigned short mvrt_f32_to_bf16_bits(float f)
+{
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+/* two rounded values in one word, lo in the low half (4-byte stores) */
+static __device__ __forceinline__ unsigned mvrt_bf16x2_bits(float lo, float hi)
+{
+    return (unsigned)mvrt_f32_to_bf16_bits(lo) | ((unsigned)mvrt_f32_to_bf16_bits(hi) << 16);
+}
+#if defined(MVRT_GPU_HIP)
+static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return mvrt_bf16_bits_to_f32(x.bits); }
+static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x)
+{
+    mvrt_gpu_bf16 r;
+    r.bits = mvrt_f32_to_bf16_bits(x);
+    return r;
+}
 #endif
 
 /* Fast special functions of the hardware unit (about 2 ulp, flush-to-zero):

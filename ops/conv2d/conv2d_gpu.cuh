@@ -83,7 +83,7 @@ static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p, bool b
  * images; all grid-stride. */
 template <typename T> static __device__ __forceinline__ T col_value(float v);
 template <> __device__ __forceinline__ float col_value<float>(float v) { return v; }
-template <> __device__ __forceinline__ uint16_t col_value<uint16_t>(float v) { return f32_to_bf16_bits(v); }
+template <> __device__ __forceinline__ uint16_t col_value<uint16_t>(float v) { return mvrt_f32_to_bf16_bits(v); }
 
 template <typename T>
 __global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb, T *col,

@@ -27,15 +27,6 @@ static __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
-/* fp32 -> bf16 bits, round to nearest even, NaN kept quiet */
-static __device__ __forceinline__ uint16_t ln_bf16_bits(float f)
-{
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* NV = 0: scalar path only. Block size a multiple of the warp width. */
 template <int NV, bool Y16>
 __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t p)
@@ -87,8 +78,8 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
                     o.z = (v[i].z - mean) * rstd * w.z + b.z;
                     o.w = (v[i].w - mean) * rstd * w.w + b.w;
                     if (Y16)
-                        y4h[c4] = make_uint2((uint32_t)ln_bf16_bits(o.x) | ((uint32_t)ln_bf16_bits(o.y) << 16),
-                                             (uint32_t)ln_bf16_bits(o.z) | ((uint32_t)ln_bf16_bits(o.w) << 16));
+                        y4h[c4] = make_uint2(mvrt_bf16x2_bits(o.x, o.y),
+                                             mvrt_bf16x2_bits(o.z, o.w));
                     else
                         y4[c4] = o;
                 }
@@ -105,7 +96,7 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
             const float rstd = 1.f / sqrtf(warp_sum(q) * inv_n + p.eps);
             for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) {
                 const float o = (x[c] - mean) * rstd * p.weight[c] + p.bias[c];
-                if (Y16) y16[c] = ln_bf16_bits(o);
+                if (Y16) y16[c] = mvrt_f32_to_bf16_bits(o);
                 else y[c] = o;
             }
         }

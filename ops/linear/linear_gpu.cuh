@@ -176,16 +176,6 @@ __global__ void __launch_bounds__(MVRT_GEMM_THREADS) sgemm_kernel(gemm_args g)
     }
 }
 
-/* fp32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN): the
- * operands of the bf16 math mode. */
-static __device__ __forceinline__ uint16_t f32_to_bf16_bits(float f)
-{
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* Y holds the product (the cuBLAS path, which also applied beta): add the
  * bias, the activation and the residual. Block (64, 4): x over columns,
  * y over rows of the flattened (batch * M) rows; grid-stride over rows. */
@@ -199,11 +189,11 @@ __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
         const float brow = (g.bias && g.bias_per_row) ? g.bias[m] : 0.f;
         uint16_t *y16 = g.y16 ? reinterpret_cast<uint16_t *>(g.Y) + b * g.sy + m * g.ldy : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < g.N; n += (int64_t)gridDim.x * blockDim.x) {
-            float v = y16 ? __uint_as_float((uint32_t)y16[n] << 16) : y[n];
+            float v = y16 ? mvrt_bf16_bits_to_f32(y16[n]) : y[n];
             if (g.bias) v += g.bias_per_row ? brow : g.bias[n];
             v = act_apply(g.act, v);
             if (res) v += res[n];
-            if (y16) y16[n] = f32_to_bf16_bits(v);
+            if (y16) y16[n] = mvrt_f32_to_bf16_bits(v);
             else y[n] = v;
         }
     }
@@ -263,8 +253,8 @@ __global__ void __launch_bounds__(256) epilogue_bf16_vec4_kernel(gemm_args g)
             float4 v = make_float4(__uint_as_float(h.x << 16), __uint_as_float(h.x & 0xffff0000u),
                                    __uint_as_float(h.y << 16), __uint_as_float(h.y & 0xffff0000u));
             v = bias_act4(v, bcol, brow, n, g.act);
-            y[n] = make_uint2((uint32_t)f32_to_bf16_bits(v.x) | ((uint32_t)f32_to_bf16_bits(v.y) << 16),
-                              (uint32_t)f32_to_bf16_bits(v.z) | ((uint32_t)f32_to_bf16_bits(v.w) << 16));
+            y[n] = make_uint2(mvrt_bf16x2_bits(v.x, v.y),
+                              mvrt_bf16x2_bits(v.z, v.w));
         }
     }
 }
@@ -300,22 +290,30 @@ static inline unsigned mvrt_min_u64(uint64_t a, uint64_t b) { return (unsigned)(
 
 static inline bool mvrt_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-/* dst[b][r][c] (dense) = bf16(src[b * sstride + r * ld + c]); x over c,
- * y over r, z over b; grid-stride. */
-__global__ void __launch_bounds__(256) to_bf16_kernel(const float *src, int64_t rows, int64_t cols, int64_t ld,
-                                                      int64_t sstride, int64_t batch, uint16_t *dst)
+/* One element between fp32 and bf16 bits (uint16_t). */
+static __device__ __forceinline__ uint16_t convert_value(float v, uint16_t *) { return mvrt_f32_to_bf16_bits(v); }
+static __device__ __forceinline__ float convert_value(uint16_t v, float *) { return mvrt_bf16_bits_to_f32(v); }
+
+/* dst[b * dstride + r * dld + c] = src[b * sstride + r * sld + c] converted
+ * between fp32 and bf16 bits, for (batch, rows, cols); x over c, y over r,
+ * z over b; grid-stride. The operand copies of the bf16 math mode, and the
+ * bf16-storage operands of a linear computed in fp32. */
+template <typename S, typename D>
+__global__ void __launch_bounds__(256) convert_kernel(const S *src, int64_t sld, int64_t sstride, D *dst, int64_t dld,
+                                                      int64_t dstride, int64_t rows, int64_t cols, int64_t batch)
 {
     for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
         for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
-            const float *s = src + b * sstride + r * ld;
-            uint16_t *d = dst + (b * rows + r) * cols;
+            const S *q = src + b * sstride + r * sld;
+            D *d = dst + b * dstride + r * dld;
             for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
-                d[c] = f32_to_bf16_bits(s[c]);
+                d[c] = convert_value(q[c], d);
         }
 }
 
-/* to_bf16_kernel four columns at a time (16-byte loads, 8-byte stores);
- * cols, ld and sstride multiples of 4, src 16-byte and dst 8-byte aligned. */
+/* fp32 -> bf16, four columns at a time (16-byte loads, 8-byte stores) into
+ * a dense dst; cols, ld and sstride multiples of 4, src 16-byte and dst
+ * 8-byte aligned: the hot case of the operand copies. */
 __global__ void __launch_bounds__(256) to_bf16_vec4_kernel(const float *src, int64_t rows, int64_t cols, int64_t ld,
                                                            int64_t sstride, int64_t batch, uint16_t *dst)
 {
@@ -326,80 +324,36 @@ __global__ void __launch_bounds__(256) to_bf16_vec4_kernel(const float *src, int
             uint2 *d = (uint2 *)(dst + (b * rows + r) * cols);
             for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < c4; c += (int64_t)gridDim.x * blockDim.x) {
                 const float4 v = s[c];
-                uint2 o;
-                o.x = (uint32_t)f32_to_bf16_bits(v.x) | ((uint32_t)f32_to_bf16_bits(v.y) << 16);
-                o.y = (uint32_t)f32_to_bf16_bits(v.z) | ((uint32_t)f32_to_bf16_bits(v.w) << 16);
-                d[c] = o;
+                d[c] = make_uint2(mvrt_bf16x2_bits(v.x, v.y), mvrt_bf16x2_bits(v.z, v.w));
             }
         }
 }
 
+/* Queues convert_kernel (nothing for an empty shape). */
+template <typename S, typename D>
+static inline mvrt_gpu_error_t launch_convert(const S *src, int64_t sld, int64_t sstride, D *dst, int64_t dld,
+                                              int64_t dstride, int64_t rows, int64_t cols, int64_t batch,
+                                              mvrt_gpu_stream_t s)
+{
+    if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
+    dim3 grid(mvrt_min_u64(((uint64_t)cols + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
+              mvrt_min_u64((uint64_t)batch, 65535));
+    convert_kernel<S, D><<<grid, dim3(64, 4), 0, s>>>(src, sld, sstride, dst, dld, dstride, rows, cols, batch);
+    return mvrt_gpu_get_last_error();
+}
+
+/* dst[b][r][c] (dense) = bf16(src[b * sstride + r * ld + c]). */
 static inline mvrt_gpu_error_t launch_to_bf16(const float *src, int64_t rows, int64_t cols, int64_t ld,
                                               int64_t sstride, int64_t batch, uint16_t *dst, mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
-    dim3 block(64, 4);
     if (cols % 4 == 0 && ld % 4 == 0 && sstride % 4 == 0 && ((uintptr_t)src & 15u) == 0 && ((uintptr_t)dst & 7u) == 0) {
         dim3 grid(mvrt_min_u64(((uint64_t)cols / 4 + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
                   mvrt_min_u64((uint64_t)batch, 65535));
-        to_bf16_vec4_kernel<<<grid, block, 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+        to_bf16_vec4_kernel<<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
         return mvrt_gpu_get_last_error();
     }
-    dim3 grid(mvrt_min_u64(((uint64_t)cols + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
-              mvrt_min_u64((uint64_t)batch, 65535));
-    to_bf16_kernel<<<grid, block, 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
-    return mvrt_gpu_get_last_error();
-}
-
-/* dst[b][r][c] (dense fp32) = src bits [b * sstride + r * ld + c]: the
- * bf16-storage operands of a linear that runs in fp32 (no vendor bf16
- * GEMM). x over c, y over r, z over b; grid-stride. */
-__global__ void __launch_bounds__(256) from_bf16_kernel(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
-                                                        int64_t sstride, int64_t batch, float *dst)
-{
-    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
-        for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
-            const uint16_t *q = src + b * sstride + r * ld;
-            float *d = dst + (b * rows + r) * cols;
-            for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
-                d[c] = __uint_as_float((uint32_t)q[c] << 16);
-        }
-}
-
-/* dst bits [b * dstride + r * dld + c] = bf16(src[(b * rows + r) * cols + c])
- * (src dense): a bf16-storage output computed in fp32. */
-__global__ void __launch_bounds__(256) dense_to_bf16_kernel(const float *src, int64_t rows, int64_t cols,
-                                                            int64_t batch, uint16_t *dst, int64_t dld,
-                                                            int64_t dstride)
-{
-    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
-        for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
-            const float *q = src + (b * rows + r) * cols;
-            uint16_t *d = dst + b * dstride + r * dld;
-            for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
-                d[c] = f32_to_bf16_bits(q[c]);
-        }
-}
-
-static inline dim3 convert_grid(int64_t rows, int64_t cols, int64_t batch)
-{
-    return dim3(mvrt_min_u64(((uint64_t)cols + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
-                mvrt_min_u64((uint64_t)batch, 65535));
-}
-static inline mvrt_gpu_error_t launch_from_bf16(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
-                                                int64_t sstride, int64_t batch, float *dst, mvrt_gpu_stream_t s)
-{
-    if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
-    from_bf16_kernel<<<convert_grid(rows, cols, batch), dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
-    return mvrt_gpu_get_last_error();
-}
-static inline mvrt_gpu_error_t launch_dense_to_bf16(const float *src, int64_t rows, int64_t cols, int64_t batch,
-                                                    uint16_t *dst, int64_t dld, int64_t dstride, mvrt_gpu_stream_t s)
-{
-    if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
-    dense_to_bf16_kernel<<<convert_grid(rows, cols, batch), dim3(64, 4), 0, s>>>(src, rows, cols, batch, dst, dld,
-                                                                                 dstride);
-    return mvrt_gpu_get_last_error();
+    return launch_convert(src, ld, sstride, dst, cols, rows * cols, rows, cols, batch, s);
 }
 
 /* Queues our own GEMM (all of gemm_args applied). */
@@ -421,26 +375,16 @@ static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stre
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
     if (!g.bias && g.act == MVRT_ACT_NONE && !g.R) return MVRT_GPU_SUCCESS;
     const uint64_t rows = (uint64_t)g.batch * (uint64_t)g.M;
-    if (g.y16) {
-        dim3 block(64, 4);
-        const bool v16 = g.N % 4 == 0 && g.ldy % 4 == 0 && (g.batch == 1 || g.sy % 4 == 0) &&
-                         ((uintptr_t)g.Y & 7u) == 0 && (!g.bias || g.bias_per_row || mvrt_aligned16(g.bias));
-        dim3 grid(mvrt_min_u64(((uint64_t)(v16 ? g.N / 4 : g.N) + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
-        if (v16) epilogue_bf16_vec4_kernel<<<grid, block, 0, s>>>(g);
-        else epilogue_kernel<<<grid, block, 0, s>>>(g);
-        return mvrt_gpu_get_last_error();
-    }
-    const bool vec4 = g.N % 4 == 0 && g.ldy % 4 == 0 && (g.batch == 1 || g.sy % 4 == 0) && mvrt_aligned16(g.Y) &&
+    /* four columns at a time: 16-byte rows of an fp32 Y, 8-byte of a bf16 Y */
+    const bool y_aligned = g.y16 ? ((uintptr_t)g.Y & 7u) == 0 : mvrt_aligned16(g.Y);
+    const bool vec4 = g.N % 4 == 0 && g.ldy % 4 == 0 && (g.batch == 1 || g.sy % 4 == 0) && y_aligned &&
                       (!g.R || (g.ldr % 4 == 0 && (g.batch == 1 || g.sr % 4 == 0) && mvrt_aligned16(g.R))) &&
                       (!g.bias || g.bias_per_row || mvrt_aligned16(g.bias));
     dim3 block(64, 4);
-    if (vec4) {
-        dim3 grid(mvrt_min_u64(((uint64_t)g.N / 4 + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
-        epilogue_vec4_kernel<<<grid, block, 0, s>>>(g);
-    } else {
-        dim3 grid(mvrt_min_u64(((uint64_t)g.N + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
-        epilogue_kernel<<<grid, block, 0, s>>>(g);
-    }
+    dim3 grid(mvrt_min_u64(((uint64_t)(vec4 ? g.N / 4 : g.N) + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
+    if (!vec4) epilogue_kernel<<<grid, block, 0, s>>>(g);
+    else if (g.y16) epilogue_bf16_vec4_kernel<<<grid, block, 0, s>>>(g);
+    else epilogue_vec4_kernel<<<grid, block, 0, s>>>(g);
     return mvrt_gpu_get_last_error();
 }
 
