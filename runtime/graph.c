@@ -69,6 +69,7 @@ typedef struct builder {
     char *base;                           /* workspace base (a fake one while planning) */
     const float *weights;
     mvrt_status_t status;
+    int bf16_storage;                     /* see backend_takes_bf16_storage */
 } builder_t;
 
 /* ---- builder helpers ----------------------------------------------------- */
@@ -158,14 +159,28 @@ static void add_copy(builder_t *b, float *dst, const float *src, int64_t floats)
     n->dst = dst, n->src = src, n->bytes = (size_t)floats * sizeof(float);
 }
 
-/* bf16 math on a GPU backend: activations read only by a bf16 GEMM (the
- * LayerNorm outputs before in_proj / qkv / fc1, the MLP hidden) are stored
- * as bf16 by their producers, which saves a rounding pass over each of them
- * (the CPU computes bf16 mode in fp32 and has no bf16 storage). */
-static int bf16_storage(const builder_t *b)
+/* bf16 math on a backend that takes the bf16-storage op forms (the GPU
+ * plugins; the CPU computes bf16 mode in fp32 and answers UNSUPPORTED):
+ * activations read only by a bf16 GEMM (the LayerNorm outputs before
+ * in_proj / qkv / fc1, the MLP hidden) are stored as bf16 by their
+ * producers, which saves a rounding pass over each of them. Asked once per
+ * graph, through op_scratch_size, leaving the thread's message as it was. */
+static int backend_takes_bf16_storage(mvrt_backend_t *be)
 {
-    return b->g->opt.math == MVRT_MATH_BF16 && strcmp(b->g->backend->vt->name, "cpu") != 0;
+    if (!be->vt->op_scratch_size)
+        return 0;
+    mvrt_op_params_t probe = {.kind = MVRT_OP_LAYERNORM};
+    probe.u.layernorm.rows = probe.u.layernorm.cols = 1;
+    probe.u.layernorm.x_ld = probe.u.layernorm.y_ld = 1;
+    probe.u.layernorm.y_bf16 = 1;
+    char saved[MVRT_ERROR_MAX];
+    size_t bytes = 0;
+    mvrt_error_save(saved, sizeof saved);
+    const int ok = be->vt->op_scratch_size(be->device, &probe, &bytes) == MVRT_OK;
+    mvrt_error_restore(saved);
+    return ok;
 }
+static int bf16_storage(const builder_t *b) { return b->bf16_storage; }
 enum { DENSE_A16 = 1, DENSE_Y16 = 2 }; /* op_dense storage flags */
 
 static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *x, float *y,
@@ -542,7 +557,9 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     }
 
     /* Plan: slot sizes with a fake base (no pointer is dereferenced). */
-    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK};
+    /* plan and emit passes must agree on the op forms */
+    const int s16 = g->opt.math == MVRT_MATH_BF16 && backend_takes_bf16_storage(g->backend);
+    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16};
     emit_all(&b);
     if (b.status) {
         free(g);
@@ -568,7 +585,7 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     }
 
     /* Emit: the same walk with the real base. */
-    builder_t e = {g, 1, {0}, mvrt_buffer_data(g->workspace), mvrt_buffer_data(model->weights), MVRT_OK};
+    builder_t e = {g, 1, {0}, mvrt_buffer_data(g->workspace), mvrt_buffer_data(model->weights), MVRT_OK, s16};
     emit_all(&e);
     if (e.status) {
         mvrt_graph_destroy(g);

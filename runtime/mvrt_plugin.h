@@ -115,7 +115,9 @@ typedef struct mvrt_plugin_vtable {
      * op_scratch_size: bytes of device scratch op_run needs for `p` (e.g. an
      *   im2col buffer); NULL means 0 for every op. Pure function of `p`'s
      *   sizes (pointers may be NULL when queried), so the graph runner plans
-     *   it once and nothing is allocated while a graph runs.
+     *   it once and nothing is allocated while a graph runs. Answers
+     *   MVRT_ERR_UNSUPPORTED for a form of an op the backend does not take
+     *   (the graph runner probes the bf16-storage forms this way).
      * op_run: queues the op on `stream` (asynchronous on GPUs, complete on
      *   return on the CPU). `scratch` holds at least the queried bytes (NULL
      *   when 0). Must not allocate, free or synchronize: it is also called

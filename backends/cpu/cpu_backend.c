@@ -396,14 +396,33 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
 
 /* ---- MambaVision ops ---------------------------------------------------- */
 
+/* The bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16) are
+ * GPU-only: the CPU computes bf16 math in fp32 on float buffers. */
+static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
+{
+    if ((p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y_bf16) ||
+        (p->kind == MVRT_OP_LINEAR && (p->u.linear.a_bf16 || p->u.linear.y_bf16)))
+        return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: bf16 storage of op kind %d is a GPU-only form", p->kind);
+    return MVRT_OK;
+}
+
+/* No op needs scratch on the CPU; answers which forms it takes (the graph
+ * runner probes the bf16-storage forms with it). */
+static mvrt_status_t mvrt_cpu_op_scratch_entry(void *device, const mvrt_op_params_t *p, size_t *out_bytes)
+{
+    (void)device;
+    *out_bytes = 0;
+    return cpu_op_form_check(p);
+}
+
 static mvrt_status_t mvrt_cpu_op_run_entry(void *device, void *stream, const mvrt_op_params_t *p,
                                            void *scratch)
 {
     (void)stream;
     (void)scratch;
-    if ((p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y_bf16) ||
-        (p->kind == MVRT_OP_LINEAR && (p->u.linear.a_bf16 || p->u.linear.y_bf16)))
-        return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: bf16 storage of op kind %d is a GPU-only form", p->kind);
+    const mvrt_status_t st = cpu_op_form_check(p);
+    if (st != MVRT_OK)
+        return st;
     if (mvrt_cpu_op_run(p, mvrt_cpu_threads(device)) != 0)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: op kind %d is not implemented", p->kind);
     return MVRT_OK;
@@ -441,6 +460,7 @@ static const mvrt_plugin_vtable_t mvrt_cpu_vtable = {
     .scan_fwd = mvrt_cpu_scan_fwd_entry,
     .scan_bwd_workspace_size = mvrt_cpu_scan_bwd_workspace_entry,
     .scan_bwd = mvrt_cpu_scan_bwd_entry,
+    .op_scratch_size = mvrt_cpu_op_scratch_entry,
     .op_run = mvrt_cpu_op_run_entry,
 };
 
