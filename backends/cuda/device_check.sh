@@ -24,6 +24,8 @@ GOLD=${MVRT_GOLDEN_DIR:+-DMVRT_GOLDEN_DIR=$MVRT_GOLDEN_DIR}
 cmake -S . -B $B $GOLD -DMVRT_CUDA_ARCHS=$ARCH -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 log build
 cmake --build $B -j16 --target mvrt_backend_cuda test_cuda_scan test_cuda_plugin test_cuda_scan_large bench_cuda_scan >> "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
+log test_cuda_scan, default paths
+timeout 120 $B/bin/test_cuda_scan $B/lib/libmvrt_backend_cuda.so 2>&1 | tee "$OUT/test_scan_default.log" | grep -v "^ok" | tail -40
 # the rest of the project (mvrt check etc.) for ctest, in the background
 ( nice cmake --build $B -j8 >> "$OUT/build_all.log" 2>&1; echo $? > "/tmp/mvrt_build_all.rc" ) &
 BGPID=$!
@@ -52,10 +54,10 @@ if [ "${MVRT_CHECK_NCU:-1}" != 0 ] && command -v ncu > /dev/null; then
   NCU="ncu --clock-control none --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --metrics dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed_pipe_xu.sum,smsp__inst_executed.sum"
   log ncu fwd f32
   MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_fwd_row $BENCH $P f32 2 > "$OUT/ncu.txt" 2>&1
-  log ncu fwd bf16
-  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_fwd_row $BENCH $P bf16 2 >> "$OUT/ncu.txt" 2>&1
-  log ncu bwd f32
-  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_row $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
+  log ncu bwd f32 lanes
+  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_lanes $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
+  log ncu bwd f32 row
+  MVRT_CUDA_SCAN_ROWS=128 MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_row $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
   grep -E "^  [a-z_]+.*scan_|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|dram__bytes|pipe_xu|inst_executed.sum|Stall|Memory Throughput|Compute \(SM\)" "$OUT/ncu.txt" | head -60
 fi
 wait $BGPID

@@ -8,13 +8,17 @@
  * Path choice, forward: the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
- * 1), else the general kernels. Backward: the row kernels, else the general kernels.
+ * 1), else the general kernels. Backward: the lanes backward kernel (one
+ * lane per state, N <= 16, variable B and C, any row count), else the
+ * general kernels.
  * Tuning knobs read once from the environment (benchmarks compare variants;
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernel for every forward it supports
- *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels
+ *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
+ *                                and backward: also moves the backward there)
  *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the row kernels
+ *   MVRT_CUDA_SCAN_BWD_THREADS=n block size cap of the lanes backward (<= 256)
  * A thread-per-row override (tuning->tpr_override) also selects the general
  * kernels, whose layouts it describes. */
 #include "scan_gpu_launch.h"
@@ -31,6 +35,7 @@ struct knobs {
     int force_lanes;
     int rows_max;
     int t_fwd;
+    int bwd_threads;
 };
 const knobs &get_knobs()
 {
@@ -43,6 +48,8 @@ const knobs &get_knobs()
         v.rows_max = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_T");
         v.t_fwd = s ? atoi(s) : 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_THREADS");
+        v.bwd_threads = s ? atoi(s) : 0;
         return v;
     }();
     return k;
@@ -69,6 +76,17 @@ bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     if (get_knobs().force_general || t->tpr_override != 0) return false;
     return get_knobs().force_lanes ? lanes_path_supported(*p) : lanes_path_preferred(*p, sm_count());
+}
+/* backward: the lanes backward kernel unless a knob asks for another family */
+bool use_lanes_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    const knobs &kn = get_knobs();
+    if (kn.force_general || kn.rows_max > 0 || t->tpr_override != 0) return false;
+    return lanes_bwd_supported(*p);
+}
+lanes_bwd_config lanes_bwd_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    return make_lanes_bwd_config(*p, t->smem_limit, t->warp_size, get_knobs().bwd_threads);
 }
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
@@ -118,6 +136,10 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
+    if (use_lanes_bwd(p, t)) {
+        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
+        if (c.smem <= t->smem_limit) return make_lanes_bwd_ws_layout(*p, c).total;
+    }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) return make_row_ws_layout(*p, c).total;
@@ -130,6 +152,23 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
                                           gpuStream_t s)
 {
     char *ws = (char *)p->workspace;
+    if (use_lanes_bwd(p, t)) {
+        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
+        if (c.smem <= t->smem_limit) {
+            const ws_layout w = make_lanes_bwd_ws_layout(*p, c);
+            if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return gpuErrorInvalidValue;
+            kparams k = make_lanes_bwd_kparams(*p, c);
+            k.ws_state = (float *)(ws + w.state_off);
+            k.ws_row = (float *)(ws + w.row_off);
+            k.ws_bc = w.bc_off < w.total ? (float *)(ws + w.bc_off) : NULL;
+            switch (p->input_dtype) {
+            case MVRT_SCAN_F32: return launch_bwd_lanes_typed<float>(k, c, s);
+            case MVRT_SCAN_F16: return launch_bwd_lanes_typed<mvrt_gpu_half>(k, c, s);
+            case MVRT_SCAN_BF16: return launch_bwd_lanes_typed<mvrt_gpu_bf16>(k, c, s);
+            default: return gpuErrorInvalidValue;
+            }
+        }
+    }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) {
@@ -167,6 +206,14 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
 extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
                                         char *buf, size_t n)
 {
+    if (bwd && use_lanes_bwd(p, t)) {
+        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
+        if (c.smem <= t->smem_limit) {
+            snprintf(buf, n, "lanes-bwd ns=%d T=%d TS=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, MVRT_SCAN_LB_T,
+                     MVRT_SCAN_LB_TS, c.ch, c.ntiles, c.threads, c.smem);
+            return;
+        }
+    }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, bwd, t);
         if (c.smem <= t->smem_limit) {
