@@ -55,9 +55,14 @@ if [ "${MVRT_CHECK_NCU:-1}" != 0 ] && command -v ncu > /dev/null; then
   log ncu fwd f32
   MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_fwd_row $BENCH $P f32 2 > "$OUT/ncu.txt" 2>&1
   log ncu bwd f32 lanes
-  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_lanes $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
+  MVRT_CUDA_SCAN_PATH=lanes MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_lanes $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
   log ncu bwd f32 row
-  MVRT_CUDA_SCAN_ROWS=128 MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_row $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
+  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_row $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
+  log ncu bwd f32 lanes, executed instructions per SASS line
+  MVRT_CUDA_SCAN_PATH=lanes MVRT_BENCH_ROWS=0 timeout 90 ncu --clock-control none --launch-skip 2 --launch-count 1 \
+    -k regex:scan_bwd_lanes --section SourceCounters --page source --print-source sass --csv $BENCH $P f32 2 \
+    > "$OUT/ncu_bwd_lanes_sass.csv" 2>&1
+  echo "ncu SASS source page: $(wc -l < "$OUT/ncu_bwd_lanes_sass.csv") lines"
   grep -E "^  [a-z_]+.*scan_|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|dram__bytes|pipe_xu|inst_executed.sum|Stall|Memory Throughput|Compute \(SM\)" "$OUT/ncu.txt" | head -60
 fi
 wait $BGPID
@@ -71,13 +76,17 @@ log memcheck
 for c in groups_tiles N130 L1 lm_like; do timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 for c in groups_tiles odd_L bf16_mv f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row64 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 for c in N5 lm_like; do MVRT_CUDA_SCAN_ROWS=32 timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck row32 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
+for c in mambavision_like groups_tiles f16_z_long N1_Lstrided; do MVRT_CUDA_SCAN_PATH=lanes timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck lanes $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 log racecheck
+for c in odd_L groups_tiles f16_z_long; do MVRT_CUDA_SCAN_PATH=lanes timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck lanes $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 for c in odd_L N5; do timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 for c in odd_L groups_tiles f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row64 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 for c in groups_tiles; do MVRT_CUDA_SCAN_ROWS=32 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row32 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 grep -m3 -A6 "Warning\|Error" "$OUT/sanitizer.log" | head -20
 log 64-bit test
 timeout 150 $B/bin/test_cuda_scan_large $P 2>&1 | tee "$OUT/large.log" | tail -6
+log 64-bit test, general kernels
+MVRT_CUDA_SCAN_PATH=general timeout 150 $B/bin/test_cuda_scan_large $P 2>&1 | tee "$OUT/large_general.log" | tail -6
 fi
 log done
 echo "---- summary ----"; grep -E "tests passed|tests failed" "$OUT/ctest.log"; grep -h "rc=" "$OUT/sanitizer_rc.txt" 2>/dev/null | grep -vc "rc=0" | sed 's/^/sanitizer runs not clean: /'; cat "$OUT/bench.log" | cut -c1-110

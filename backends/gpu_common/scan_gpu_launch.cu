@@ -8,13 +8,13 @@
  * Path choice, forward: the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
- * 1), else the general kernels. Backward: the lanes backward kernel (one
- * lane per state, N <= 16, variable B and C, any row count), else the
- * general kernels.
+ * 1), else the general kernels. Backward: the row kernels wherever they
+ * apply, else the lanes backward kernel (one lane per state, N <= 16,
+ * variable B and C), else the general kernels.
  * Tuning knobs read once from the environment (benchmarks compare variants;
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
- *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernel for every forward it supports
+ *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
  *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the row kernels
@@ -71,13 +71,14 @@ bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
     if (get_knobs().force_general || get_knobs().force_lanes || t->tpr_override != 0) return false;
     return rows > 0 ? row_path_supported(*p, 0) : row_path_supported(*p, sm_count());
 }
-/* forward only (the backward has no lanes kernel) */
+/* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     if (get_knobs().force_general || t->tpr_override != 0) return false;
     return get_knobs().force_lanes ? lanes_path_supported(*p) : lanes_path_preferred(*p, sm_count());
 }
-/* backward: the lanes backward kernel unless a knob asks for another family */
+/* backward, where the row kernels do not apply (few rows: batch 1, the LM
+ * shapes), or for every problem it supports with MVRT_CUDA_SCAN_PATH=lanes */
 bool use_lanes_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
@@ -136,48 +137,38 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
-    if (use_lanes_bwd(p, t)) {
-        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
-        if (c.smem <= t->smem_limit) return make_lanes_bwd_ws_layout(*p, c).total;
-    }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) return make_row_ws_layout(*p, c).total;
+    }
+    if (use_lanes_bwd(p, t)) {
+        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
+        if (c.smem <= t->smem_limit) return make_lanes_bwd_ws_layout(*p, c).total;
     }
     const config c = cfg_for(p, 1, t);
     return make_ws_layout(*p, c).total;
 }
 
+/* Points k at the regions of the caller's workspace; false if it is too small. */
+static bool bind_workspace(kparams &k, const ws_layout &w, const mvrt_scan_params_t *p)
+{
+    if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return false;
+    char *ws = (char *)p->workspace;
+    k.ws_state = (float *)(ws + w.state_off);
+    k.ws_row = (float *)(ws + w.row_off);
+    k.ws_bc = w.bc_off < w.total ? (float *)(ws + w.bc_off) : NULL;
+    return true;
+}
+
 extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
-    char *ws = (char *)p->workspace;
-    if (use_lanes_bwd(p, t)) {
-        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
-        if (c.smem <= t->smem_limit) {
-            const ws_layout w = make_lanes_bwd_ws_layout(*p, c);
-            if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return gpuErrorInvalidValue;
-            kparams k = make_lanes_bwd_kparams(*p, c);
-            k.ws_state = (float *)(ws + w.state_off);
-            k.ws_row = (float *)(ws + w.row_off);
-            k.ws_bc = w.bc_off < w.total ? (float *)(ws + w.bc_off) : NULL;
-            switch (p->input_dtype) {
-            case MVRT_SCAN_F32: return launch_bwd_lanes_typed<float>(k, c, s);
-            case MVRT_SCAN_F16: return launch_bwd_lanes_typed<mvrt_gpu_half>(k, c, s);
-            case MVRT_SCAN_BF16: return launch_bwd_lanes_typed<mvrt_gpu_bf16>(k, c, s);
-            default: return gpuErrorInvalidValue;
-            }
-        }
-    }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) {
             const ws_layout w = make_row_ws_layout(*p, c);
-            if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return gpuErrorInvalidValue;
             kparams k = make_row_kparams(*p, c);
-            k.ws_state = (float *)(ws + w.state_off);
-            k.ws_row = (float *)(ws + w.row_off);
-            k.ws_bc = w.bc_off < w.total ? (float *)(ws + w.bc_off) : NULL;
+            if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
             switch (p->input_dtype) {
             case MVRT_SCAN_F32: return launch_bwd_row_typed<float>(k, c, s);
             case MVRT_SCAN_F16: return launch_bwd_row_typed<mvrt_gpu_half>(k, c, s);
@@ -186,15 +177,26 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
             }
         }
     }
+    if (use_lanes_bwd(p, t)) {
+        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
+        if (c.smem <= t->smem_limit) {
+            const ws_layout w = make_lanes_bwd_ws_layout(*p, c);
+            kparams k = make_lanes_bwd_kparams(*p, c);
+            if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
+            switch (p->input_dtype) {
+            case MVRT_SCAN_F32: return launch_bwd_lanes_typed<float>(k, c, s);
+            case MVRT_SCAN_F16: return launch_bwd_lanes_typed<mvrt_gpu_half>(k, c, s);
+            case MVRT_SCAN_BF16: return launch_bwd_lanes_typed<mvrt_gpu_bf16>(k, c, s);
+            default: return gpuErrorInvalidValue;
+            }
+        }
+    }
     const config c = cfg_for(p, 1, t);
     if (c.smem > t->smem_limit) return gpuErrorInvalidConfiguration;
     const ws_layout w = make_ws_layout(*p, c);
-    if (p->workspace_bytes < w.total || (w.total > 0 && p->workspace == NULL)) return gpuErrorInvalidValue;
     kparams k = make_kparams(*p, c);
     k.nsub = (int)w.nsub;
-    k.ws_state = (float *)(ws + w.state_off);
-    k.ws_row = (float *)(ws + w.row_off);
-    k.ws_bc = w.bc_off < w.total ? (float *)(ws + w.bc_off) : NULL;
+    if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
     switch (p->input_dtype) {
     case MVRT_SCAN_F32: return launch_bwd_typed<float>(k, c, s);
     case MVRT_SCAN_F16: return launch_bwd_typed<mvrt_gpu_half>(k, c, s);
@@ -206,19 +208,19 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
 extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
                                         char *buf, size_t n)
 {
-    if (bwd && use_lanes_bwd(p, t)) {
-        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
-        if (c.smem <= t->smem_limit) {
-            snprintf(buf, n, "lanes-bwd ns=%d T=%d TS=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, MVRT_SCAN_LB_T,
-                     MVRT_SCAN_LB_TS, c.ch, c.ntiles, c.threads, c.smem);
-            return;
-        }
-    }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, bwd, t);
         if (c.smem <= t->smem_limit) {
             snprintf(buf, n, "row ns=%d T=%d TB=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T, c.TB, c.ch,
                      c.ntiles, c.threads, c.smem);
+            return;
+        }
+    }
+    if (bwd && use_lanes_bwd(p, t)) {
+        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
+        if (c.smem <= t->smem_limit) {
+            snprintf(buf, n, "lanes-bwd ns=%d T=%d TS=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, MVRT_SCAN_LB_T,
+                     MVRT_SCAN_LB_TS, c.ch, c.ntiles, c.threads, c.smem);
             return;
         }
     }

@@ -90,16 +90,7 @@ static inline lanes_bwd_config make_lanes_bwd_config(const mvrt_scan_params_t &p
 
 static inline ws_layout make_lanes_bwd_ws_layout(const mvrt_scan_params_t &p, const lanes_bwd_config &c)
 {
-    ws_layout w;
-    w.nsub = c.nchunks;
-    const size_t nstate = c.nchunks > 1 ? (size_t)p.batch * c.nchunks * p.dim * p.dstate : 0;
-    const size_t nrow = (size_t)p.batch * p.dim * (3 * p.dstate + 2);
-    const size_t nbc = c.ntiles > 1 ? (size_t)p.batch * p.groups * c.ntiles * 2 * p.dstate * p.seqlen : 0;
-    w.state_off = 0;
-    w.row_off = align256(nstate * sizeof(float));
-    w.bc_off = w.row_off + align256(nrow * sizeof(float));
-    w.total = w.bc_off + align256(nbc * sizeof(float));
-    return w;
+    return make_chunked_ws_layout(p, c.nchunks, c.ntiles);
 }
 
 /* A thread's TS/NS elements of a (rows x TS) stage tile: element k is row
@@ -419,18 +410,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_LB_MAX_THREADS, 2) scan_bwd_lanes_ke
 
 static inline kparams make_lanes_bwd_kparams(const mvrt_scan_params_t &p, const lanes_bwd_config &c)
 {
-    kparams k;
-    k.p = p;
-    k.ntiles = c.ntiles;
-    k.ch = c.ch;
-    k.dpg = (int)(p.dim / p.groups);
-    k.nwork = p.batch * p.groups * c.ntiles;
-    k.ts = MVRT_SCAN_LB_TS;
-    k.srow = MVRT_SCAN_LB_TS + 1;
-    k.np = c.ns;
-    k.nsub = c.nchunks;
-    k.ws_state = k.ws_row = k.ws_bc = 0;
-    return k;
+    return make_chunked_kparams(p, c.ntiles, c.ch, MVRT_SCAN_LB_TS, c.ns, c.nchunks);
 }
 
 template <typename Tin, int NS>

@@ -671,34 +671,47 @@ static inline row_config make_row_config(const mvrt_scan_params_t &p, bool bwd, 
     return c;
 }
 
-static inline ws_layout make_row_ws_layout(const mvrt_scan_params_t &p, const row_config &c)
+/* Workspace of the backward kernels that save the state every chunk (row
+ * and lanes kernels): chunk-start states, per-row partials, dB/dC tile
+ * partials when a group spans several tiles. */
+static inline ws_layout make_chunked_ws_layout(const mvrt_scan_params_t &p, int nchunks, int ntiles)
 {
     ws_layout w;
-    w.nsub = c.nchunks;
-    const size_t nstate = c.nchunks > 1 ? (size_t)p.batch * c.nchunks * p.dim * p.dstate : 0;
+    w.nsub = nchunks;
+    const size_t nstate = nchunks > 1 ? (size_t)p.batch * nchunks * p.dim * p.dstate : 0;
     const size_t nrow = (size_t)p.batch * p.dim * (3 * p.dstate + 2);
-    const size_t nbc = c.ntiles > 1 ? (size_t)p.batch * p.groups * c.ntiles * 2 * p.dstate * p.seqlen : 0;
+    const size_t nbc = ntiles > 1 ? (size_t)p.batch * p.groups * ntiles * 2 * p.dstate * p.seqlen : 0;
     w.state_off = 0;
     w.row_off = align256(nstate * sizeof(float));
     w.bc_off = w.row_off + align256(nrow * sizeof(float));
     w.total = w.bc_off + align256(nbc * sizeof(float));
     return w;
 }
+static inline ws_layout make_row_ws_layout(const mvrt_scan_params_t &p, const row_config &c)
+{
+    return make_chunked_ws_layout(p, c.nchunks, c.ntiles);
+}
 
-static inline kparams make_row_kparams(const mvrt_scan_params_t &p, const row_config &c)
+/* Launch constants of the chunked kernels: ts = chunk or stage length, np =
+ * states per thread or lane group, nchunks = saved-state chunks over L. */
+static inline kparams make_chunked_kparams(const mvrt_scan_params_t &p, int ntiles, int ch, int ts, int np, int nchunks)
 {
     kparams k;
     k.p = p;
-    k.ntiles = c.ntiles;
-    k.ch = c.ch;
+    k.ntiles = ntiles;
+    k.ch = ch;
     k.dpg = (int)(p.dim / p.groups);
-    k.nwork = p.batch * p.groups * c.ntiles;
-    k.ts = c.T;
-    k.srow = c.T + 1;
-    k.np = c.ns;
-    k.nsub = c.nchunks;
+    k.nwork = p.batch * p.groups * ntiles;
+    k.ts = ts;
+    k.srow = ts + 1;
+    k.np = np;
+    k.nsub = nchunks;
     k.ws_state = k.ws_row = k.ws_bc = 0;
     return k;
+}
+static inline kparams make_row_kparams(const mvrt_scan_params_t &p, const row_config &c)
+{
+    return make_chunked_kparams(p, c.ntiles, c.ch, c.T, c.ns, c.nchunks);
 }
 
 template <typename Tin, int NS, int T>
