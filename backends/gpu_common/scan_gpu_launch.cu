@@ -9,7 +9,7 @@
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
  * 1), else the general kernels. Backward: the row kernels wherever they
- * apply, else the lanes backward kernel (one lane per state, N <= 16,
+ * apply to f32 inputs, else the lanes backward kernel (one lane per state, N <= 16,
  * variable B and C), else the general kernels.
  * Tuning knobs read once from the environment (benchmarks compare variants;
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
@@ -71,14 +71,23 @@ bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
     if (get_knobs().force_general || get_knobs().force_lanes || t->tpr_override != 0) return false;
     return rows > 0 ? row_path_supported(*p, 0) : row_path_supported(*p, sm_count());
 }
+/* backward on the row kernels: f32 inputs only (measured on an H100 at the
+ * MambaVision batch-256 rows, bf16: lanes backward 0.33-0.51 ms vs row
+ * 0.36-0.83 ms; f32: row faster at 4 of 5 rows), or when a tile width is
+ * asked for */
+bool use_row_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    return use_row(p, t) && (p->input_dtype == MVRT_SCAN_F32 || get_knobs().rows_max > 0);
+}
 /* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     if (get_knobs().force_general || t->tpr_override != 0) return false;
     return get_knobs().force_lanes ? lanes_path_supported(*p) : lanes_path_preferred(*p, sm_count());
 }
-/* backward, where the row kernels do not apply (few rows: batch 1, the LM
- * shapes), or for every problem it supports with MVRT_CUDA_SCAN_PATH=lanes */
+/* backward, where the row backward does not apply (few rows: batch 1, the LM
+ * shapes; 16-bit inputs), or for every problem it supports with
+ * MVRT_CUDA_SCAN_PATH=lanes */
 bool use_lanes_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
@@ -137,7 +146,7 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
-    if (use_row(p, t)) {
+    if (use_row_bwd(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) return make_row_ws_layout(*p, c).total;
     }
@@ -163,7 +172,7 @@ static bool bind_workspace(kparams &k, const ws_layout &w, const mvrt_scan_param
 extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
-    if (use_row(p, t)) {
+    if (use_row_bwd(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) {
             const ws_layout w = make_row_ws_layout(*p, c);
@@ -208,7 +217,7 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
 extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
                                         char *buf, size_t n)
 {
-    if (use_row(p, t)) {
+    if (bwd ? use_row_bwd(p, t) : use_row(p, t)) {
         const row_config c = row_cfg_for(p, bwd, t);
         if (c.smem <= t->smem_limit) {
             snprintf(buf, n, "row ns=%d T=%d TB=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T, c.TB, c.ch,
