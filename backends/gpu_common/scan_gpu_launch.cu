@@ -8,9 +8,9 @@
  * Path choice, forward: the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
- * 1), else the general kernels. Backward: the row kernels wherever they
- * apply to f32 inputs, else the lanes backward kernel (one lane per state, N <= 16,
- * variable B and C), else the general kernels.
+ * 1), else the general kernels. Backward: the lanes backward kernel (one
+ * lane per state, N <= 16, variable B and C), else the general kernels
+ * (MVRT_CUDA_SCAN_ROWS moves it to the row kernels).
  * Tuning knobs read once from the environment (benchmarks compare variants;
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
@@ -71,13 +71,14 @@ bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
     if (get_knobs().force_general || get_knobs().force_lanes || t->tpr_override != 0) return false;
     return rows > 0 ? row_path_supported(*p, 0) : row_path_supported(*p, sm_count());
 }
-/* backward on the row kernels: f32 inputs only (measured on an H100 at the
- * MambaVision batch-256 rows, bf16: lanes backward 0.33-0.51 ms vs row
- * 0.36-0.83 ms; f32: row faster at 4 of 5 rows), or when a tile width is
- * asked for */
+/* backward on the row kernels: only when a tile width is asked for, or for
+ * what the lanes backward does not take (measured on an H100, MambaVision
+ * batch-256 rows, ms, lanes vs row: f32 0.458 / 0.288 / 0.658 / 0.399 /
+ * 0.284 vs 0.587 / 0.312 / 0.630 / 0.391 / 0.281; bf16 0.460 / 0.288 /
+ * 0.663 / 0.408 / 0.286 vs 0.827 / 0.361 / 0.993 / 0.461 / 0.415) */
 bool use_row_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
-    return use_row(p, t) && (p->input_dtype == MVRT_SCAN_F32 || get_knobs().rows_max > 0);
+    return use_row(p, t) && (get_knobs().rows_max > 0 || !lanes_bwd_supported(*p));
 }
 /* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
@@ -85,9 +86,8 @@ bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
     if (get_knobs().force_general || t->tpr_override != 0) return false;
     return get_knobs().force_lanes ? lanes_path_supported(*p) : lanes_path_preferred(*p, sm_count());
 }
-/* backward, where the row backward does not apply (few rows: batch 1, the LM
- * shapes; 16-bit inputs), or for every problem it supports with
- * MVRT_CUDA_SCAN_PATH=lanes */
+/* backward: every problem it supports (N <= 16, variable B and C), unless a
+ * knob asks for another family */
 bool use_lanes_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
@@ -228,7 +228,7 @@ extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, con
     if (bwd && use_lanes_bwd(p, t)) {
         const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
         if (c.smem <= t->smem_limit) {
-            snprintf(buf, n, "lanes-bwd ns=%d T=%d TS=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, MVRT_SCAN_LB_T,
+            snprintf(buf, n, "lanes-bwd ns=%d T=%d TS=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T,
                      MVRT_SCAN_LB_TS, c.ch, c.ntiles, c.threads, c.smem);
             return;
         }

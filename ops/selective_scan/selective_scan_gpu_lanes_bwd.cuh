@@ -37,7 +37,18 @@
 
 namespace mvrt_scan_gpu {
 
-#define MVRT_SCAN_LB_T 16  /* steps per chunk: saved-state spacing and register window */
+/* Steps per chunk (saved-state spacing and register window) and blocks per
+ * SM of the launch bound, per lane count. Measured on an H100 (f32, lanes
+ * backward, MambaVision batch-256 rows T s3 / T s4 / B s3 / B s4 / L s3, ms):
+ * NS = 8 at 2 blocks, T = 16: 0.497 / 0.327 / 0.726 / 0.465 / 0.316; at 3
+ * blocks, T = 8: 0.476 / 0.296 / 0.682 / 0.413 / 0.296; at 4 blocks, T = 8
+ * (64 registers, no spills): 0.458 / 0.288 / 0.658 / 0.399 / 0.284. NS = 16
+ * (the LM row): 3 blocks, T = 16: 3.29 ms; 4 blocks: 3.50 ms (spills).
+ * NS = 4: 3 blocks (spills at 4); NS <= 2 stage 16-32 steps per lane: 2
+ * blocks (no spills). T >= NS: a
+ * chunk's row sums give each of the NS lanes a (S1, S2) pair. */
+#define MVRT_SCAN_LB_T(ns) ((ns) >= 16 ? 16 : 8)
+#define MVRT_SCAN_LB_MIN_BLOCKS(ns) ((ns) == 8 ? 4 : (ns) >= 4 ? 3 : 2)
 #define MVRT_SCAN_LB_TS 32 /* steps per shared-memory stage (a multiple of T and a power of two) */
 #define MVRT_SCAN_LB_MAX_THREADS 256 /* launch bound: block size cap */
 
@@ -51,6 +62,7 @@ struct lanes_bwd_config {
     int rows;        /* rows allocated per block (threads / ns) */
     int threads;     /* block size, a multiple of the warp */
     int ch, ntiles;  /* channels per tile, tiles per group */
+    int T;           /* chunk length */
     int nchunks;     /* T-step chunks over L */
     size_t smem;
 };
@@ -84,7 +96,8 @@ static inline lanes_bwd_config make_lanes_bwd_config(const mvrt_scan_params_t &p
         if (c.smem <= smem_limit || tmax <= warp) break;
         tmax /= 2;
     }
-    c.nchunks = (int)((p.seqlen + MVRT_SCAN_LB_T - 1) / MVRT_SCAN_LB_T);
+    c.T = MVRT_SCAN_LB_T(c.ns);
+    c.nchunks = (int)((p.seqlen + c.T - 1) / c.T);
     return c;
 }
 
@@ -136,11 +149,11 @@ static __device__ __forceinline__ void lb_store(const mvrt_scan_operand_t &op, i
 }
 
 template <typename Tin, int NS>
-__global__ void __launch_bounds__(MVRT_SCAN_LB_MAX_THREADS, 2) scan_bwd_lanes_kernel(const kparams k)
+__global__ void __launch_bounds__(MVRT_SCAN_LB_MAX_THREADS, MVRT_SCAN_LB_MIN_BLOCKS(NS)) scan_bwd_lanes_kernel(const kparams k)
 {
     extern __shared__ float4 lb_smem4[];
     float *smem = reinterpret_cast<float *>(lb_smem4);
-    constexpr int T = MVRT_SCAN_LB_T, TS = MVRT_SCAN_LB_TS, SR = TS + 1;
+    constexpr int T = MVRT_SCAN_LB_T(NS), TS = MVRT_SCAN_LB_TS, SR = TS + 1;
     constexpr int E = TS / NS;      /* stage elements per thread and tensor */
     constexpr int EG = E < 4 ? E : 4; /* of which loaded together (bounds the registers at small NS) */
     constexpr int PER = T / NS;     /* steps of a chunk whose row sums a lane owns */
