@@ -1,8 +1,8 @@
 /* 64-bit indexing: a bf16 scan with Bt*Dm*L = 4*4096*131075 > 2^31 elements
- * per (Bt, Dm, L) tensor, and its backward (by default on the lanes backward
- * kernel; on the general kernels, MVRT_CUDA_SCAN_PATH=general, ctest
- * cuda_scan_64bit_general, the saved-state buffer holds more than 2^31
- * floats). Inputs come from a hash of the element index, so the
+ * per (Bt, Dm, L) tensor, and its backward, whose saved-state buffer holds
+ * more than 2^31 floats (by default on the lanes backward kernel, states
+ * every 8 steps; ctest cuda_scan_64bit_general runs it on the general
+ * kernels, MVRT_CUDA_SCAN_PATH=general). Inputs come from a hash of the element index, so the
  * host keeps no copy; a few sampled channels (every batch) are checked
  * against a double-precision per-row reference written here from the spec:
  * out, du, ddelta of those rows and dA, dD, ddelta_bias of those channels.
