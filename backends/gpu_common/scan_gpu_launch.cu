@@ -29,6 +29,15 @@
 
 using namespace mvrt_scan_gpu;
 
+/* return FN<element type>(...) for the problem's input dtype */
+#define MVRT_SCAN_BY_DTYPE(FN, ...)                                                   \
+    switch (p->input_dtype) {                                                         \
+    case MVRT_SCAN_F32: return FN<float>(__VA_ARGS__);                                \
+    case MVRT_SCAN_F16: return FN<mvrt_gpu_half>(__VA_ARGS__);                        \
+    case MVRT_SCAN_BF16: return FN<mvrt_gpu_bf16>(__VA_ARGS__);                       \
+    default: return gpuErrorInvalidValue;                                             \
+    }
+
 namespace {
 struct knobs {
     int force_general;
@@ -117,31 +126,16 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
         const row_config c = row_cfg_for(p, 0, t);
         if (c.smem <= t->smem_limit) {
             const kparams k = make_row_kparams(*p, c);
-            switch (p->input_dtype) {
-            case MVRT_SCAN_F32: return launch_fwd_row_typed<float>(k, c, s);
-            case MVRT_SCAN_F16: return launch_fwd_row_typed<mvrt_gpu_half>(k, c, s);
-            case MVRT_SCAN_BF16: return launch_fwd_row_typed<mvrt_gpu_bf16>(k, c, s);
-            default: return gpuErrorInvalidValue;
-            }
+            MVRT_SCAN_BY_DTYPE(launch_fwd_row_typed, k, c, s);
         }
     }
     if (use_lanes(p, t)) {
-        switch (p->input_dtype) {
-        case MVRT_SCAN_F32: return launch_fwd_lanes_typed<float>(*p, t->warp_size, s);
-        case MVRT_SCAN_F16: return launch_fwd_lanes_typed<mvrt_gpu_half>(*p, t->warp_size, s);
-        case MVRT_SCAN_BF16: return launch_fwd_lanes_typed<mvrt_gpu_bf16>(*p, t->warp_size, s);
-        default: return gpuErrorInvalidValue;
-        }
+        MVRT_SCAN_BY_DTYPE(launch_fwd_lanes_typed, *p, t->warp_size, s);
     }
     const config c = cfg_for(p, 0, t);
     if (c.smem > t->smem_limit) return gpuErrorInvalidConfiguration;
     const kparams k = make_kparams(*p, c);
-    switch (p->input_dtype) {
-    case MVRT_SCAN_F32: return launch_fwd_typed<float>(k, c, s);
-    case MVRT_SCAN_F16: return launch_fwd_typed<mvrt_gpu_half>(k, c, s);
-    case MVRT_SCAN_BF16: return launch_fwd_typed<mvrt_gpu_bf16>(k, c, s);
-    default: return gpuErrorInvalidValue;
-    }
+    MVRT_SCAN_BY_DTYPE(launch_fwd_typed, k, c, s);
 }
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
@@ -178,12 +172,7 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
             const ws_layout w = make_row_ws_layout(*p, c);
             kparams k = make_row_kparams(*p, c);
             if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
-            switch (p->input_dtype) {
-            case MVRT_SCAN_F32: return launch_bwd_row_typed<float>(k, c, s);
-            case MVRT_SCAN_F16: return launch_bwd_row_typed<mvrt_gpu_half>(k, c, s);
-            case MVRT_SCAN_BF16: return launch_bwd_row_typed<mvrt_gpu_bf16>(k, c, s);
-            default: return gpuErrorInvalidValue;
-            }
+            MVRT_SCAN_BY_DTYPE(launch_bwd_row_typed, k, c, s);
         }
     }
     if (use_lanes_bwd(p, t)) {
@@ -192,12 +181,7 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
             const ws_layout w = make_lanes_bwd_ws_layout(*p, c);
             kparams k = make_lanes_bwd_kparams(*p, c);
             if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
-            switch (p->input_dtype) {
-            case MVRT_SCAN_F32: return launch_bwd_lanes_typed<float>(k, c, s);
-            case MVRT_SCAN_F16: return launch_bwd_lanes_typed<mvrt_gpu_half>(k, c, s);
-            case MVRT_SCAN_BF16: return launch_bwd_lanes_typed<mvrt_gpu_bf16>(k, c, s);
-            default: return gpuErrorInvalidValue;
-            }
+            MVRT_SCAN_BY_DTYPE(launch_bwd_lanes_typed, k, c, s);
         }
     }
     const config c = cfg_for(p, 1, t);
@@ -206,12 +190,7 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
     kparams k = make_kparams(*p, c);
     k.nsub = (int)w.nsub;
     if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
-    switch (p->input_dtype) {
-    case MVRT_SCAN_F32: return launch_bwd_typed<float>(k, c, s);
-    case MVRT_SCAN_F16: return launch_bwd_typed<mvrt_gpu_half>(k, c, s);
-    case MVRT_SCAN_BF16: return launch_bwd_typed<mvrt_gpu_bf16>(k, c, s);
-    default: return gpuErrorInvalidValue;
-    }
+    MVRT_SCAN_BY_DTYPE(launch_bwd_typed, k, c, s);
 }
 
 extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,

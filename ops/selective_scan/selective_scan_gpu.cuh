@@ -836,16 +836,23 @@ static inline unsigned grid_for(int64_t nwork)
     return (unsigned)(nwork < cap ? nwork : cap);
 }
 
+/* Launches a kernel over the work items of k (raising its dynamic
+ * shared-memory limit first where it needs more than the default 48 KiB). */
+template <typename F>
+static mvrt_gpu_error_t launch_scan_kernel(F fn, const kparams &k, int threads, size_t smem, mvrt_gpu_stream_t s)
+{
+    if (smem > 48 * 1024) {
+        mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)smem);
+        if (e != MVRT_GPU_SUCCESS) return e;
+    }
+    fn<<<grid_for(k.nwork), threads, smem, s>>>(k);
+    return mvrt_gpu_get_last_error();
+}
+
 template <typename Tin, int NPT, int TPR>
 static mvrt_gpu_error_t launch_fwd_t(const kparams &k, const config &c, mvrt_gpu_stream_t s)
 {
-    auto fn = scan_fwd_kernel<Tin, NPT, TPR>;
-    if (c.smem > 48 * 1024) {
-        mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
-        if (e != MVRT_GPU_SUCCESS) return e;
-    }
-    fn<<<grid_for(k.nwork), c.threads, c.smem, s>>>(k);
-    return mvrt_gpu_get_last_error();
+    return launch_scan_kernel(scan_fwd_kernel<Tin, NPT, TPR>, k, c.threads, c.smem, s);
 }
 
 /* The backward's second stage, shared by both kernel families: fixed-order
@@ -866,19 +873,19 @@ static mvrt_gpu_error_t launch_bwd_reductions(const kparams &k, mvrt_gpu_stream_
     return e;
 }
 
+/* A backward kernel, then the shared reductions of its partials. */
+template <typename Tin, typename F>
+static mvrt_gpu_error_t launch_scan_bwd_kernel(F fn, const kparams &k, int threads, size_t smem, mvrt_gpu_stream_t s)
+{
+    const mvrt_gpu_error_t e = launch_scan_kernel(fn, k, threads, smem, s);
+    return e != MVRT_GPU_SUCCESS ? e : launch_bwd_reductions<Tin>(k, s);
+}
+
 template <typename Tin, int NPT, int TPR>
 static mvrt_gpu_error_t launch_bwd_t(const kparams &k, const config &c, mvrt_gpu_stream_t s)
 {
     constexpr int TB = NPT >= 8 ? 4 : NPT == 4 ? 4 : NPT == 2 ? 8 : 16;
-    auto fn = scan_bwd_kernel<Tin, NPT, TPR, TB>;
-    if (c.smem > 48 * 1024) {
-        mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
-        if (e != MVRT_GPU_SUCCESS) return e;
-    }
-    fn<<<grid_for(k.nwork), c.threads, c.smem, s>>>(k);
-    mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
-    if (e != MVRT_GPU_SUCCESS) return e;
-    return launch_bwd_reductions<Tin>(k, s);
+    return launch_scan_bwd_kernel<Tin>(scan_bwd_kernel<Tin, NPT, TPR, TB>, k, c.threads, c.smem, s);
 }
 
 /* Dispatch over the supported (NPT, TPR) pairs. Returns false when the pair

@@ -27,8 +27,8 @@
  *   du = delta' S1 + D g, ddelta' = u S1 + S2 (times softplus'),
  *   dA_n += delta' lambda a_t h_{t-1}, dB_n = sum_rows lambda delta' u,
  *   dC_n = sum_rows g h_t.
- * du/ddelta/dz go back to shared memory and leave coalesced at the stage
- * end with the block's dB/dC (warps summed in fixed order; tiles through the
+ * du/ddelta/dz go back to shared memory and leave at the stage end (each
+ * lane storing E = TS/NS consecutive steps of its row) with the block's dB/dC (warps summed in fixed order; tiles through the
  * workspace and the shared reduction kernel). Every sum has a fixed order:
  * bitwise reproducible. Steps past L are zero in shared memory (delta' = 0
  * carries the state, g = 0 adds nothing) and are never stored. */
@@ -399,15 +399,7 @@ static inline kparams make_lanes_bwd_kparams(const mvrt_scan_params_t &p, const 
 template <typename Tin, int NS>
 static mvrt_gpu_error_t launch_bwd_lanes_t(const kparams &k, const lanes_bwd_config &c, mvrt_gpu_stream_t s)
 {
-    auto fn = scan_bwd_lanes_kernel<Tin, NS>;
-    if (c.smem > 48 * 1024) {
-        mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
-        if (e != MVRT_GPU_SUCCESS) return e;
-    }
-    fn<<<grid_for(k.nwork), c.threads, c.smem, s>>>(k);
-    mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
-    if (e != MVRT_GPU_SUCCESS) return e;
-    return launch_bwd_reductions<Tin>(k, s);
+    return launch_scan_bwd_kernel<Tin>(scan_bwd_lanes_kernel<Tin, NS>, k, c.threads, c.smem, s);
 }
 
 template <typename Tin>

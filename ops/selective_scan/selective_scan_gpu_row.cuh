@@ -717,28 +717,14 @@ static inline kparams make_row_kparams(const mvrt_scan_params_t &p, const row_co
 template <typename Tin, int NS, int T>
 static mvrt_gpu_error_t launch_fwd_row_t(const kparams &k, const row_config &c, mvrt_gpu_stream_t s)
 {
-    auto fn = scan_fwd_row_kernel<Tin, NS, T>;
-    if (c.smem > 48 * 1024) {
-        mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
-        if (e != MVRT_GPU_SUCCESS) return e;
-    }
-    fn<<<grid_for(k.nwork), c.threads, c.smem, s>>>(k);
-    return mvrt_gpu_get_last_error();
+    return launch_scan_kernel(scan_fwd_row_kernel<Tin, NS, T>, k, c.threads, c.smem, s);
 }
 
 template <typename Tin, int NS>
 static mvrt_gpu_error_t launch_bwd_row_t(const kparams &k, const row_config &c, mvrt_gpu_stream_t s)
 {
     constexpr int TB = NS >= 16 ? 2 : NS >= 8 ? 4 : 8;
-    auto fn = scan_bwd_row_kernel<Tin, NS, 16, TB, false>;
-    if (c.smem > 48 * 1024) {
-        mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
-        if (e != MVRT_GPU_SUCCESS) return e;
-    }
-    fn<<<grid_for(k.nwork), c.threads, c.smem, s>>>(k);
-    mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
-    if (e != MVRT_GPU_SUCCESS) return e;
-    return launch_bwd_reductions<Tin>(k, s);
+    return launch_scan_bwd_kernel<Tin>(scan_bwd_row_kernel<Tin, NS, 16, TB, false>, k, c.threads, c.smem, s);
 }
 
 template <typename Tin>
