@@ -5,7 +5,9 @@
  * HIP for the HIP backend (MVRT_GPU_HOST_HIP); gpu_host_api.h maps the few
  * runtime names used here.
  *
- * Path choice, forward: the row kernels (one thread per channel row,
+ * Path choice, forward: the staged kernel (one thread per channel row and
+ * segment of L, N <= 16, variable B and C, unit L-strides) wherever it
+ * applies, else the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
  * 1), else the general kernels. Backward: the lanes backward kernel (one
@@ -15,9 +17,14 @@
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
+ *   MVRT_CUDA_SCAN_PATH=staged   the staged forward for every problem it supports
+ *   MVRT_CUDA_SCAN_PATH=staged-chunks / staged-whole   only that mode of it
+ *   MVRT_CUDA_SCAN_STAGED=0      no staged forward (the paths it replaced)
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
- *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the row kernels
+ *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the staged kernel's chunks
+ *   MVRT_CUDA_SCAN_STAGED_ROWS=n rows per block of the staged kernel's chunks at most
+ *   MVRT_CUDA_SCAN_LPR=1|2|4     lanes per row of the staged kernel's chunks
  *   MVRT_CUDA_SCAN_BWD_THREADS=n block size cap of the lanes backward (<= 256)
  * A thread-per-row override (tuning->tpr_override) also selects the general
  * kernels, whose layouts it describes. */
@@ -42,6 +49,10 @@ namespace {
 struct knobs {
     int force_general;
     int force_lanes;
+    int force_staged;
+    int staged_off;
+    int staged_rows;
+    int staged_lpr;
     int rows_max;
     int t_fwd;
     int bwd_threads;
@@ -53,6 +64,16 @@ const knobs &get_knobs()
         const char *s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_PATH");
         v.force_general = s && strcmp(s, "general") == 0;
         v.force_lanes = s && strcmp(s, "lanes") == 0;
+        v.force_staged = !s ? STAGED_AUTO
+                         : strcmp(s, "staged") == 0 ? STAGED_ANY
+                         : strcmp(s, "staged-chunks") == 0 ? STAGED_CHUNKS
+                         : strcmp(s, "staged-whole") == 0 ? STAGED_WHOLE : STAGED_AUTO;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED");
+        v.staged_off = s && strcmp(s, "0") == 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED_ROWS");
+        v.staged_rows = s ? atoi(s) : 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_LPR");
+        v.staged_lpr = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_ROWS");
         v.rows_max = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_T");
@@ -73,6 +94,18 @@ int sm_count()
     if (gpuDeviceGetAttribute(&n, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess || n <= 0) n = 80;
     if (dev < 64) cache[dev] = n;
     return n;
+}
+/* forward: the staged kernel's plan (mode 0: not used) */
+staged_config staged_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    const knobs &kn = get_knobs();
+    if (kn.force_general || kn.force_lanes || kn.rows_max > 0 || kn.staged_off || t->tpr_override != 0) {
+        staged_config none;
+        memset(&none, 0, sizeof none);
+        return none;
+    }
+    return make_staged_config(*p, t->smem_limit, t->warp_size, sm_count(), kn.force_staged, kn.t_fwd,
+                              kn.staged_rows, kn.staged_lpr);
 }
 bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
@@ -122,6 +155,10 @@ static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_
 extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
+    {
+        const staged_config c = staged_cfg_for(p, t);
+        if (c.mode != 0 && c.smem <= t->smem_limit) MVRT_SCAN_BY_DTYPE(launch_fwd_staged_typed, c, s);
+    }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 0, t);
         if (c.smem <= t->smem_limit) {
@@ -196,6 +233,15 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
 extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
                                         char *buf, size_t n)
 {
+    if (!bwd) {
+        const staged_config c = staged_cfg_for(p, t);
+        if (c.mode != 0 && c.smem <= t->smem_limit) {
+            snprintf(buf, n, "staged %s ns=%d lpr=%d T=%d S=%d SL=%d ch=%d ntiles=%d threads=%d vec=%d%s smem=%zu",
+                     c.mode == 2 ? "chunks" : "whole-rows", c.ns, c.lpr, c.T, c.S, c.SL, c.ch, c.ntiles, c.threads, c.vec,
+                     c.vec4 ? " vec4" : "", c.smem);
+            return;
+        }
+    }
     if (bwd ? use_row_bwd(p, t) : use_row(p, t)) {
         const row_config c = row_cfg_for(p, bwd, t);
         if (c.smem <= t->smem_limit) {

@@ -922,5 +922,6 @@ static mvrt_gpu_error_t launch_bwd_typed(const kparams &k, const config &c, mvrt
 #include "selective_scan_gpu_row.cuh"
 #include "selective_scan_gpu_lanes.cuh"
 #include "selective_scan_gpu_lanes_bwd.cuh"
+#include "selective_scan_gpu_staged.cuh"
 
 #endif

@@ -384,6 +384,16 @@ int main(int argc, char **argv)
         {"bf16_groups_constC",2,  24,  77,   8, 4, 1, 0, 1, 1, 1, 1, BF, 1},
         {"f16_N1_L1",         3,   3,   1,   1, 1, 1, 1, 1, 1, 1, 1, H, 0},
         {"bf16_constB_tiles", 2, 200,  30,   8, 1, 0, 1, 1, 1, 1, 1, BF, 0},
+        /* variable B/C with unit L-strides: the staged forward's modes
+         * (whole rows, segments, chunks), 16-bit pieces, odd strides */
+        {"bf16_mv",           2,  64, 196,   8, 1, 1, 1, 1, 0, 1, 1, BF, 0},
+        {"bf16_z_L49",        3,  96,  49,   8, 1, 1, 1, 1, 1, 1, 1, BF, 0},
+        {"bf16_odd_padded",   2,  40,  37,   4, 1, 1, 1, 1, 1, 1, 1, BF, 1},
+        {"f16_N16_groups",    2,  48,  64,  16, 2, 1, 1, 1, 0, 1, 1, H, 0},
+        {"z_N2_L100",         2,  96, 100,   2, 1, 1, 1, 0, 1, 1, 1, F, 0},
+        {"many_rows_L196",   30, 160, 196,   8, 1, 1, 1, 1, 0, 1, 1, F, 0},
+        {"many_rows_L49",    16, 320,  49,   8, 1, 1, 1, 1, 0, 1, 1, F, 0},
+        {"bf16_many_rows",   28, 160, 196,   8, 1, 1, 1, 1, 0, 1, 1, BF, 0},
     };
     int fails = 0, ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
