@@ -116,26 +116,31 @@ template <bool LOAD> static __device__ __forceinline__ void region_copy(int vec,
     }
 }
 
-/* nrows rows of row_bytes (<= ppr pieces of VEC bytes each), shared rows
- * sstride bytes apart, global rows gstride bytes apart. */
+/* nrows rows of row_bytes (<= ppr = 2^lg_ppr pieces of VEC bytes each),
+ * shared rows sstride bytes apart, global rows gstride bytes apart. A
+ * thread keeps one piece position j of rows rr, rr + rstep, ... (ppr
+ * divides the block size): two pointer steps per piece. */
 template <int VEC, bool LOAD>
 static __device__ __forceinline__ void rows_copy_t(char *smem, int sstride, char *gmem, int64_t gstride, int nrows,
                                                    int lg_ppr, int row_bytes)
 {
     typedef typename raw_piece<VEC>::t P;
-    const int total = nrows << lg_ppr;
-    const int mask = (1 << lg_ppr) - 1;
+    const int j = (int)(threadIdx.x & ((1u << lg_ppr) - 1)) * VEC;
+    if (j >= row_bytes) return;
+    int rr = (int)(threadIdx.x >> lg_ppr);
+    const int rstep = (int)(blockDim.x >> lg_ppr);
+    char *s = smem + rr * sstride + j;
+    char *g = gmem + rr * gstride + j;
+    const int sstep = rstep * sstride;
+    const int64_t gstep = rstep * gstride;
 #pragma unroll 4
-    for (int i = threadIdx.x; i < total; i += blockDim.x) {
-        const int rr = i >> lg_ppr, j = (i & mask) * VEC;
-        if (j < row_bytes) {
-            char *s = smem + rr * sstride + j;
-            char *g = gmem + rr * gstride + j;
-            if (LOAD)
-                staged_copy<VEC>(s, g);
-            else
-                *reinterpret_cast<P *>(g) = *reinterpret_cast<const P *>(s);
-        }
+    for (; rr < nrows; rr += rstep) {
+        if (LOAD)
+            staged_copy<VEC>(s, g);
+        else
+            *reinterpret_cast<P *>(g) = *reinterpret_cast<const P *>(s);
+        s += sstep;
+        g += gstep;
     }
 }
 template <bool LOAD>
@@ -174,12 +179,11 @@ template <typename Tin, int VEC>
 static __device__ __forceinline__ void rows_store_gated_t(const char *smem, const char *zsmem, int sstride, char *gmem,
                                                           int64_t gstride, int nrows, int lg_ppr, int row_bytes)
 {
-    const int total = nrows << lg_ppr;
-    const int mask = (1 << lg_ppr) - 1;
-    for (int i = threadIdx.x; i < total; i += blockDim.x) {
-        const int rr = i >> lg_ppr, j = (i & mask) * VEC;
-        if (j < row_bytes) gate_piece<Tin, VEC>(gmem + rr * gstride + j, smem + rr * sstride + j, zsmem + rr * sstride + j);
-    }
+    const int j = (int)(threadIdx.x & ((1u << lg_ppr) - 1)) * VEC;
+    if (j >= row_bytes) return;
+    const int rstep = (int)(blockDim.x >> lg_ppr);
+    for (int rr = (int)(threadIdx.x >> lg_ppr); rr < nrows; rr += rstep)
+        gate_piece<Tin, VEC>(gmem + rr * gstride + j, smem + rr * sstride + j, zsmem + rr * sstride + j);
 }
 template <typename Tin>
 static __device__ __forceinline__ void rows_store_gated(int vec, const char *smem, const char *zsmem, int sstride,
@@ -445,13 +449,14 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
     char *smem = reinterpret_cast<char *>(smem4);
     constexpr int ES = (int)sizeof(Tin);
     constexpr int NSL = NS / LPR;
-    static_assert(MODE == 2 || LPR == 1, "lanes per row: chunk mode only");
+    /* several lanes per row: chunks, or whole rows without segments */
+    constexpr bool ROWLANES = MODE == 2 || LPR > 1;
     const kparams &k = sk.k;
     const mvrt_scan_params_t &p = k.p;
     const int R = k.ch;
-    const int r = MODE == 2 ? (int)threadIdx.x / LPR : (int)threadIdx.x % R;
-    const int s = MODE == 2 ? 0 : (int)threadIdx.x / R;
-    const int q = MODE == 2 ? (int)threadIdx.x % LPR : 0; /* the lane's states: q*NSL .. q*NSL+NSL-1 */
+    const int r = ROWLANES ? (int)threadIdx.x / LPR : (int)threadIdx.x % R;
+    const int s = ROWLANES ? 0 : (int)threadIdx.x / R;
+    const int q = ROWLANES ? (int)threadIdx.x % LPR : 0; /* the lane's states: q*NSL .. q*NSL+NSL-1 */
     const int64_t L = p.seqlen;
     const int N = (int)p.dstate;
     const int ntens = p.z.data ? 3 : 2;
@@ -556,30 +561,34 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
             __syncthreads();
             const int t0 = s * sk.SL;
             const int t1 = (int)(t0 + sk.SL < L ? t0 + sk.SL : L);
-            const int ro = r * (int)L;
-            if (sk.S > 1) {
-                if (active && s + 1 < sk.S) {
-                    float dsum = 0.f;
-                    staged_steps<Tin, NS, 1, VEC4, false>(h, c, su + ro, sd + ro, sbc, t0, t1, dsum, false);
-                    float *qs = sseg + (s * R + r) * 2 * NS;
+            /* with lanes per row every lane runs the steps (see chunks) */
+            const int ro = (LPR > 1 && !active ? 0 : r) * (int)L;
+            if constexpr (LPR == 1) { /* segments: one lane per row */
+                if (sk.S > 1) {
+                    if (active && s + 1 < sk.S) {
+                        float dsum = 0.f;
+                        staged_steps<Tin, NS, 1, VEC4, false>(h, c, su + ro, sd + ro, sbc, t0, t1, dsum, false);
+                        float *qs = sseg + (s * R + r) * 2 * NS;
 #pragma unroll
-                    for (int j = 0; j < NS; ++j) {
-                        qs[j] = mvrt_fast_exp2(dsum * c.A2[j]);
-                        qs[NS + j] = h[j];
+                        for (int j = 0; j < NS; ++j) {
+                            qs[j] = mvrt_fast_exp2(dsum * c.A2[j]);
+                            qs[NS + j] = h[j];
+                        }
                     }
-                }
-                __syncthreads();
-                if (active) {
+                    __syncthreads();
+                    if (active) {
 #pragma unroll
-                    for (int j = 0; j < NS; ++j) h[j] = 0.f;
-                    for (int kk = 0; kk < s; ++kk) {
-                        const float *qs = sseg + (kk * R + r) * 2 * NS;
+                        for (int j = 0; j < NS; ++j) h[j] = 0.f;
+                        for (int kk = 0; kk < s; ++kk) {
+                            const float *qs = sseg + (kk * R + r) * 2 * NS;
 #pragma unroll
-                        for (int j = 0; j < NS; ++j) h[j] = fmaf(qs[j], h[j], qs[NS + j]);
+                            for (int j = 0; j < NS; ++j) h[j] = fmaf(qs[j], h[j], qs[NS + j]);
+                        }
                     }
                 }
             }
-            if (active) staged_steps<Tin, NS, 1, VEC4, true>(h, c, su + ro, sd + ro, sbc, t0, t1, dummy, true);
+            if (active || LPR > 1)
+                staged_steps<Tin, NS, LPR, VEC4, true>(h, c, su + ro, sd + ro, sbc, t0, t1, dummy, active);
             __syncthreads();
             if (has_z)
                 region_store_gated<Tin>(sk.vec, (char *)su, (const char *)sz, go, rbytes);
@@ -690,12 +699,19 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
             if (v2 < vec) vec = v2;
             c.mode = 1;
             c.lpr = 1;
+            if (S == 1) {
+                /* lanes per row as in chunk mode (measured whole rows at L = 49:
+                 * 11 of 64 warps per SM active, 7 cycles between issues) */
+                const int64_t rows_sm = (rows + sm_count - 1) / sm_count;
+                if (c.ns >= 4 && rows_sm < 1024) c.lpr = 2;
+                if (lpr_force == 1 || (lpr_force == 2 && c.ns >= 4)) c.lpr = lpr_force;
+            }
             c.vec4 = (L % 4 == 0 && SL % 4 == 0) ? 1 : 0;
             c.S = S;
             c.SL = SL;
             c.ch = ch;
             c.ntiles = (int)ntl;
-            c.threads = (ch * S + warp - 1) / warp * warp;
+            c.threads = (ch * S * c.lpr + warp - 1) / warp * warp;
             c.vec = vec;
             c.smem = smem;
             c.sk.tens_bytes = tens;
@@ -812,6 +828,11 @@ static mvrt_gpu_error_t launch_fwd_staged_t(const staged_config &c, mvrt_gpu_str
             if (c.lpr == 2) return launch_staged(scan_fwd_staged_kernel<Tin, NS, 2, 2>, c, s);
         return launch_staged(scan_fwd_staged_kernel<Tin, NS, 2, 1>, c, s);
     }
+    if constexpr (NS >= 4)
+        if (c.lpr == 2) {
+            if (c.vec4) return launch_staged(scan_fwd_staged_kernel<Tin, NS, 1, 2>, c, s);
+            return launch_staged(scan_fwd_staged_kernel<Tin, NS, 0, 2>, c, s);
+        }
     if (c.vec4) return launch_staged(scan_fwd_staged_kernel<Tin, NS, 1, 1>, c, s);
     return launch_staged(scan_fwd_staged_kernel<Tin, NS, 0, 1>, c, s);
 }

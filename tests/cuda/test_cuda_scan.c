@@ -394,6 +394,8 @@ int main(int argc, char **argv)
         {"many_rows_L196",   30, 160, 196,   8, 1, 1, 1, 1, 0, 1, 1, F, 0},
         {"many_rows_L49",    16, 320,  49,   8, 1, 1, 1, 1, 0, 1, 1, F, 0},
         {"bf16_many_rows",   28, 160, 196,   8, 1, 1, 1, 1, 0, 1, 1, BF, 0},
+        {"many_rows_L20_N16",20, 256,  20,  16, 2, 1, 1, 1, 0, 1, 1, F, 0},
+        {"f16_many_L49_z",   18, 256,  49,   4, 1, 1, 1, 1, 1, 1, 1, H, 0},
     };
     int fails = 0, ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
