@@ -490,8 +490,9 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
             const int sbytes = sk.srow * ES;
             const int nchunks = (int)((L + T - 1) >> sk.lgT);
             /* every lane runs the steps (the lanes of a row shuffle); lanes
-             * past the block's rows follow row 0 and store nothing */
-            const int rr = active ? r : 0;
+             * past the block's rows run on their own spare shared row (never
+             * written: no race) and store nothing */
+            const int rr = r;
             float bcv[MVRT_SCAN_STAGED_BCK];
             /* stage i of chunk c: tensors then B/C */
             auto issue = [&](int cc) {
@@ -562,7 +563,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
             const int t0 = s * sk.SL;
             const int t1 = (int)(t0 + sk.SL < L ? t0 + sk.SL : L);
             /* with lanes per row every lane runs the steps (see chunks) */
-            const int ro = (LPR > 1 && !active ? 0 : r) * (int)L;
+            const int ro = r * (int)L;
             if constexpr (LPR == 1) { /* segments: one lane per row */
                 if (sk.S > 1) {
                     if (active && s + 1 < sk.S) {
@@ -680,10 +681,23 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
         }
         if (rmax < 1) rmax = 1;
         if (rmax * S > MVRT_SCAN_STAGED_THREADS) rmax = MVRT_SCAN_STAGED_THREADS / S;
+        /* lanes per row without segments, as in chunk mode (measured whole
+         * rows at L = 49, one lane per row: 11 of 64 warps per SM active,
+         * 7 cycles between issues) */
+        int wlpr = 1;
+        if (S == 1) {
+            const int64_t rows_sm = (rows + sm_count - 1) / sm_count;
+            if (c.ns >= 4 && rows_sm < 1024) wlpr = 2;
+            if (lpr_force == 1 || (lpr_force == 2 && c.ns >= 4)) wlpr = lpr_force;
+        }
         for (; rmax >= 1; rmax = rmax > 1 ? rmax / 2 : 0) {
             const int64_t ntl = (dpg + rmax - 1) / rmax;
             const int ch = (int)((dpg + ntl - 1) / ntl);
-            const int tens = staged_align16((int64_t)ch * L * es);
+            const int threads = (ch * S * wlpr + warp - 1) / warp * warp;
+            /* a shared row for every row index of the threads (lanes past
+             * the block's rows run on their own spare row) */
+            const int64_t rows_alloc = S > 1 ? ch : threads / wlpr;
+            const int tens = staged_align16(rows_alloc * L * es);
             const size_t smem = (size_t)ntens * tens + (size_t)(L * bc_bytes_per_step) +
                                 (S > 1 ? (size_t)S * ch * 2 * c.ns * 4 : 0);
             if (smem > smem_limit) continue;
@@ -698,20 +712,13 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
             const int v2 = staged_piece(q2, 2, (int)es);
             if (v2 < vec) vec = v2;
             c.mode = 1;
-            c.lpr = 1;
-            if (S == 1) {
-                /* lanes per row as in chunk mode (measured whole rows at L = 49:
-                 * 11 of 64 warps per SM active, 7 cycles between issues) */
-                const int64_t rows_sm = (rows + sm_count - 1) / sm_count;
-                if (c.ns >= 4 && rows_sm < 1024) c.lpr = 2;
-                if (lpr_force == 1 || (lpr_force == 2 && c.ns >= 4)) c.lpr = lpr_force;
-            }
+            c.lpr = wlpr;
             c.vec4 = (L % 4 == 0 && SL % 4 == 0) ? 1 : 0;
             c.S = S;
             c.SL = SL;
             c.ch = ch;
             c.ntiles = (int)ntl;
-            c.threads = (ch * S * c.lpr + warp - 1) / warp * warp;
+            c.threads = threads;
             c.vec = vec;
             c.smem = smem;
             c.sk.tens_bytes = tens;
@@ -759,7 +766,8 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
         for (int T = 32; T >= 16; T /= 2) {
             if ((t_force == 16 || t_force == 32) && T != t_force) continue;
             const int srow = T + 4;
-            const int tens = staged_align16((int64_t)ch * srow * es);
+            /* a shared row for every row index of the threads (see above) */
+            const int tens = staged_align16((int64_t)(threads / lpr) * srow * es);
             const int stage = ntens * tens + (int)(T * bc_bytes_per_step);
             const size_t smem = 2 * (size_t)stage;
             /* two stages of every resident block within ~220 KiB, or T 16 */
