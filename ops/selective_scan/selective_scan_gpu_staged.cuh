@@ -48,6 +48,9 @@ struct staged_kparams {
     int srow;         /* shared row stride in elements */
     int vec;          /* bytes per copy piece: 16, 8, 4 or the element size */
     int lg_ppr;       /* chunk mode: log2 of pieces per full chunk row */
+    int bc_vec;       /* whole rows: B/C rows copied raw by pieces of this many bytes, then
+                       * transposed in shared memory (0: element by element) */
+    int bc_raw_off;   /* whole rows: byte offset of that raw B/C area */
     int tens_bytes;   /* bytes of one tensor's rows in a stage (16-aligned) */
     int stage_bytes;  /* bytes of one stage (tensors, then B/C) */
 };
@@ -270,6 +273,41 @@ static __device__ __forceinline__ void bc_stage_whole(float *dst, const bc_src &
     }
 }
 
+/* Whole rows, B/C with unit step stride: the 2N rows of L steps copied raw
+ * (row_bytes each, VEC-byte pieces; a warp per row, its lanes along the
+ * row) into raw[tensor * N + state][t], then bc_transpose. */
+template <int VEC>
+static __device__ __forceinline__ void bc_copy_raw_t(char *raw, const bc_src &bs, int row_bytes, int N)
+{
+    const int nw = (int)(blockDim.x / MVRT_WARP_SIZE), w = (int)(threadIdx.x / MVRT_WARP_SIZE);
+    const int lane = (int)(threadIdx.x % MVRT_WARP_SIZE);
+    for (int row = w; row < 2 * N; row += nw) {
+        const int tn = row >= N, n = row - tn * N;
+        const char *g = bs.base[tn] + n * (tn ? bs.snc : bs.sn);
+        char *sm = raw + row * row_bytes;
+        for (int j = lane * VEC; j < row_bytes; j += MVRT_WARP_SIZE * VEC) staged_copy<VEC>(sm + j, g + j);
+    }
+}
+static __device__ __forceinline__ void bc_copy_raw(int vec, char *raw, const bc_src &bs, int row_bytes, int N)
+{
+    switch (vec) {
+    case 16: bc_copy_raw_t<16>(raw, bs, row_bytes, N); break;
+    case 8: bc_copy_raw_t<8>(raw, bs, row_bytes, N); break;
+    default: bc_copy_raw_t<4>(raw, bs, row_bytes, N); break;
+    }
+}
+/* raw[tensor * N + state][t] -> dst[t][2][NS] as f32 (zero beyond N). */
+template <typename Tin, int NS>
+static __device__ __forceinline__ void bc_transpose(float *dst, const Tin *raw, int len, int N)
+{
+    const int total = 2 * NS * len;
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+        const int t = i / (2 * NS), rest = i % (2 * NS);
+        const int n = rest % NS, tn = rest / NS;
+        dst[i] = n < N ? io<Tin>::ld(raw, (int64_t)(tn * N + n) * len + t) : 0.f;
+    }
+}
+
 /* Chunk mode, 16-bit B/C: the next chunk's elements in registers while the
  * current chunk computes (T * 2NS <= MVRT_SCAN_STAGED_BCK * blockDim.x). */
 template <typename Tin, int NS>
@@ -468,15 +506,19 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
         const int64_t d = wk.d0 + (active ? r : 0);
         staged_row<NSL> c;
         float h[NSL];
+        /* the row's constants, loaded once the block's first copies are in
+         * flight (their latencies overlap) */
+        auto load_row = [&]() {
 #pragma unroll
-        for (int j = 0; j < NSL; ++j) {
-            const int n = q * NSL + j;
-            c.A2[j] = (active && n < N) ? ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E : 0.f;
-            h[j] = 0.f;
-        }
-        c.Dd = (p.D.data && active) ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
-        c.bias = (p.delta_bias.data && active) ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
-        c.sp = p.delta_softplus != 0;
+            for (int j = 0; j < NSL; ++j) {
+                const int n = q * NSL + j;
+                c.A2[j] = (active && n < N) ? ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E : 0.f;
+                h[j] = 0.f;
+            }
+            c.Dd = (p.D.data && active) ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+            c.bias = (p.delta_bias.data && active) ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+            c.sp = p.delta_softplus != 0;
+        };
         const bool has_z = p.z.data != 0;
         /* the block's first element of each (Bt, Dm, L) tensor, in bytes */
         char *gu = (char *)p.u.data + (wk.b * p.u.stride[0] + wk.d0 * p.u.stride[1]) * ES;
@@ -509,6 +551,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
                     bc_copy_chunk<Tin, NS>((float *)(st + ntens * sk.tens_bytes), bs, t0, len, N, sk.lgT);
                 staged_copy_commit();
             };
+            load_row();
             issue(0);
             if constexpr (ES != 4) {
                 bc_fetch_chunk<Tin, NS>(bcv, bs, 0, (int)(L < T ? L : T), N, sk.lgT);
@@ -556,10 +599,18 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
             region_copy<true>(sk.vec, (char *)su, gu, rbytes);
             region_copy<true>(sk.vec, (char *)sd, gd, rbytes);
             if (has_z) region_copy<true>(sk.vec, (char *)sz, gz, rbytes);
-            bc_stage_whole<Tin, NS>(sbc, bs, 0, (int)L, N);
+            if (sk.bc_vec)
+                bc_copy_raw(sk.bc_vec, smem + sk.bc_raw_off, bs, (int)L * ES, N);
+            else
+                bc_stage_whole<Tin, NS>(sbc, bs, 0, (int)L, N);
             staged_copy_commit();
+            load_row();
             staged_copy_wait();
             __syncthreads();
+            if (sk.bc_vec) {
+                bc_transpose<Tin, NS>(sbc, (const Tin *)(smem + sk.bc_raw_off), (int)L, N);
+                __syncthreads();
+            }
             const int t0 = s * sk.SL;
             const int t1 = (int)(t0 + sk.SL < L ? t0 + sk.SL : L);
             /* with lanes per row every lane runs the steps (see chunks) */
@@ -698,8 +749,26 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
              * the block's rows run on their own spare row) */
             const int64_t rows_alloc = S > 1 ? ch : threads / wlpr;
             const int tens = staged_align16(rows_alloc * L * es);
-            const size_t smem = (size_t)ntens * tens + (size_t)(L * bc_bytes_per_step) +
-                                (S > 1 ? (size_t)S * ch * 2 * c.ns * 4 : 0);
+            /* B/C rows copied raw in pieces where they have unit step
+             * strides and aligned rows (then transposed in shared memory) */
+            int bc_vec = 0;
+            /* only with segments (few rows: measured at batch 1, the
+             * element-wise staging took 43 % of the stall samples); with
+             * many rows the transposition pass costs more than it saves
+             * (measured at L = 49: 0.052 -> 0.060 ms at MV-B s4) */
+            if (S > 1 && p.B.stride[3] == 1 && p.C.stride[3] == 1) {
+                const int64_t qb[8] = {p.B.stride[0] * es, p.B.stride[1] * es, p.B.stride[2] * es,
+                                       (int64_t)(uintptr_t)p.B.data, p.C.stride[0] * es, p.C.stride[1] * es,
+                                       p.C.stride[2] * es, L * es};
+                const int64_t qc[1] = {(int64_t)(uintptr_t)p.C.data};
+                bc_vec = staged_piece(qb, 8, (int)es);
+                const int vc = staged_piece(qc, 1, (int)es);
+                if (vc < bc_vec) bc_vec = vc;
+                if (bc_vec < 4) bc_vec = 0;
+            }
+            const size_t seg_bytes = S > 1 ? (size_t)S * ch * 2 * c.ns * 4 : 0;
+            const size_t bc_raw_off = (size_t)ntens * tens + (size_t)staged_align16(L * bc_bytes_per_step + (int64_t)seg_bytes);
+            const size_t smem = bc_raw_off + (bc_vec ? (size_t)staged_align16(2 * p.dstate * L * es) : 0);
             if (smem > smem_limit) continue;
             int64_t q[8];
             int nq = 0;
@@ -724,6 +793,8 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
             c.sk.tens_bytes = tens;
             c.sk.stage_bytes = (int)smem;
             c.sk.srow = (int)L;
+            c.sk.bc_vec = bc_vec;
+            c.sk.bc_raw_off = (int)bc_raw_off;
             break;
         }
     }
