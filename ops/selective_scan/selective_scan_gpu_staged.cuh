@@ -596,6 +596,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
             float *sbc = (float *)(smem + ntens * sk.tens_bytes);
             float *sseg = sbc + L * 2 * NS; /* [S][R][P, h_end] */
             const int rbytes = wk.nrows * (int)L * ES;
+            load_row();
             region_copy<true>(sk.vec, (char *)su, gu, rbytes);
             region_copy<true>(sk.vec, (char *)sd, gd, rbytes);
             if (has_z) region_copy<true>(sk.vec, (char *)sz, gz, rbytes);
@@ -604,7 +605,6 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
             else
                 bc_stage_whole<Tin, NS>(sbc, bs, 0, (int)L, N);
             staged_copy_commit();
-            load_row();
             staged_copy_wait();
             __syncthreads();
             if (sk.bc_vec) {
