@@ -1,32 +1,38 @@
-/* "Staged" forward kernel of the selective scan: ONE THREAD PER (CHANNEL ROW,
- * SEGMENT OF L), all N <= 16 states in registers, inputs staged in shared
- * memory by asynchronous 16/8/4-byte copies. Part of the one GPU kernel
- * source (included by selective_scan_gpu.cuh; compiled by nvcc and hipcc
- * alike: cp.async on NVIDIA sm_80+, plain copies elsewhere).
+/* "Staged" forward kernel of the selective scan: a channel row's N <= 16
+ * states in the registers of 1, 2 or 4 lanes (or one thread per segment of
+ * L), inputs staged in shared memory by asynchronous 16/8/4-byte copies.
+ * Part of the one GPU kernel source (included by selective_scan_gpu.cuh;
+ * compiled by nvcc and hipcc alike: cp.async on NVIDIA sm_80+, plain
+ * copies elsewhere).
  *
- * Why (PERF_NOTES v3-v6): the row kernel spends ~180 instructions per
+ * Why (PERF_NOTES v3-v7): the row kernel spends ~180 instructions per
  * (row, step) where the recurrence needs ~50, mostly in its staging: a
  * scalar load, a scalar shared store and a scalar shared load per element
  * and tensor, 64-bit address steps, a softplus round trip through shared
- * memory and a scalar store pass. Here a warp copies whole 16-byte pieces
- * straight into shared memory (no registers, no conversion), each thread
- * reads 4 steps of its row with one vector load, writes its outputs in place
- * of u with one vector store, and the store pass copies 16-byte pieces back.
+ * memory and a scalar store pass. Here a warp copies whole pieces straight
+ * into shared memory (no registers, no conversion), each lane reads 4 steps
+ * of its row with one vector load, y + D u replaces u in place, and the
+ * store pass copies whole pieces back (applying the z gate, y * silu(z)).
  *
- * Two modes (host: make_staged_config):
- *   chunks (MODE 2, many rows): L is walked in chunks of T = 16/32 steps,
+ * Modes (host: make_staged_config):
+ *   chunks (MODE 2, many rows): L is walked in chunks of T = 32/16 steps,
  *     double-buffered: the copies of chunk c+1 are in flight while chunk c
  *     computes and stores. Shared rows are T+4 elements apart (16-byte
- *     aligned for f32, conflict-free 16-/8-byte reads). Needs unit L-strides.
- *   whole rows (MODE 0/1, short L or few rows): the block's rows x L region
- *     (contiguous in dense layouts) is copied at once. With few rows (batch
- *     1) L is split into S segments of SL steps, one thread each: pass 1
- *     runs every segment from a zero state, giving its end state and the
- *     product of its a_t (= exp2(A log2e * sum of delta')); each thread folds
- *     the (product, end state) pairs of the segments before it into its
- *     start state; pass 2 reruns the segment from there and writes y. The
- *     serial chain is SL steps instead of L. MODE 1 reads 4 steps per vector
- *     load (L and SL multiples of 4), MODE 0 one step per load.
+ *     aligned for f32, conflict-free 16-/8-byte reads). LPR = 1, 2 or 4
+ *     lanes per row hold NS/LPR states each: each lane computes 4/LPR of a
+ *     4-step group's delta' and gets the others by shuffles; y is summed by
+ *     a butterfly. More lanes per row = more warps where rows per SM are
+ *     few (the per-step chain is latency-bound).
+ *   whole rows (MODE 0/1): the block's rows x L region (contiguous: dense
+ *     layouts only) is copied at once. Many rows (L <= 64): 2 lanes per row
+ *     as above. Few rows (batch 1): L is split into S segments of SL steps,
+ *     one thread each: pass 1 runs every segment from a zero state, giving
+ *     its end state and the product of its a_t (= exp2(A log2e * sum of
+ *     delta')); each thread folds the (product, end state) pairs of the
+ *     segments before it into its start state; pass 2 reruns the segment
+ *     from there and writes y. The serial chain is SL steps instead of L.
+ *     MODE 1 reads 4 steps per vector load (L and SL multiples of 4), MODE 0
+ *     one step per load.
  * B and C of the staged steps sit in shared memory as f32 [t][B n.., C n..]
  * (broadcast 16-byte reads), zero for padded states n >= N (a = 1, no
  * input: those states stay 0 and add nothing).
@@ -402,16 +408,16 @@ template <int NSL> struct staged_row {
     bool sp;
 };
 
-/* Steps [t, t1) of one row from shared memory (u row, delta row, z row, B/C
- * of step 0 at bc). LPR lanes (consecutive, the same t range: every lane of
+/* Steps [t, t1) of one row from shared memory (u row, delta row, B/C of
+ * step 0 at bc). LPR lanes (consecutive, the same t range: every lane of
  * the warp calls this together when LPR > 1) share the row, NSL = NS/LPR
  * states each; in a group of 4 steps each lane computes 4/LPR of the
  * delta' (bias + softplus) and gets the others by shuffles; y is summed over
  * the lanes by a butterfly (the same bits in every lane). OUT: y + D u
  * replaces u in place (the z gate is applied by the store pass), stored by
- * the row's first lane when wr;
- * else dsum collects delta' (pass 1 of the segments). VEC4: groups of 4 by
- * vector loads (4-element aligned t), the rest one by one. */
+ * the row's first lane when wr; else dsum collects delta' (pass 1 of the
+ * segments). VEC4: groups of 4
+ * steps by vector loads (t 4-element aligned), the rest one by one. */
 template <typename Tin, int NS, int LPR, bool VEC4, bool OUT>
 static __device__ __forceinline__ void staged_steps(float (&h)[NS / LPR], const staged_row<NS / LPR> &c, Tin *urow,
                                                     const Tin *drow, const float *bc, int t, int t1, float &dsum,
