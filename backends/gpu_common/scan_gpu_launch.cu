@@ -156,8 +156,9 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
                                           gpuStream_t s)
 {
     {
+        /* a plan (mode != 0) always fits t->smem_limit */
         const staged_config c = staged_cfg_for(p, t);
-        if (c.mode != 0 && c.smem <= t->smem_limit) MVRT_SCAN_BY_DTYPE(launch_fwd_staged_typed, c, s);
+        if (c.mode != 0) MVRT_SCAN_BY_DTYPE(launch_fwd_staged_typed, c, s);
     }
     if (use_row(p, t)) {
         const row_config c = row_cfg_for(p, 0, t);
@@ -235,7 +236,7 @@ extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, con
 {
     if (!bwd) {
         const staged_config c = staged_cfg_for(p, t);
-        if (c.mode != 0 && c.smem <= t->smem_limit) {
+        if (c.mode != 0) {
             snprintf(buf, n, "staged %s ns=%d lpr=%d T=%d S=%d SL=%d ch=%d ntiles=%d threads=%d vec=%d%s smem=%zu",
                      c.mode == 2 ? "chunks" : "whole-rows", c.ns, c.lpr, c.T, c.S, c.SL, c.ch, c.ntiles, c.threads, c.vec,
                      c.vec4 ? " vec4" : "", c.smem);

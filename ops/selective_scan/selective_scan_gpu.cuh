@@ -836,17 +836,24 @@ static inline unsigned grid_for(int64_t nwork)
     return (unsigned)(nwork < cap ? nwork : cap);
 }
 
-/* Launches a kernel over the work items of k (raising its dynamic
- * shared-memory limit first where it needs more than the default 48 KiB). */
-template <typename F>
-static mvrt_gpu_error_t launch_scan_kernel(F fn, const kparams &k, int threads, size_t smem, mvrt_gpu_stream_t s)
+/* Launches a kernel taking launch constants kp over nwork work items
+ * (raising its dynamic shared-memory limit first where it needs more than
+ * the default 48 KiB). */
+template <typename F, typename K>
+static mvrt_gpu_error_t launch_scan_kernel(F fn, const K &kp, int64_t nwork, int threads, size_t smem,
+                                           mvrt_gpu_stream_t s)
 {
     if (smem > 48 * 1024) {
         mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)smem);
         if (e != MVRT_GPU_SUCCESS) return e;
     }
-    fn<<<grid_for(k.nwork), threads, smem, s>>>(k);
+    fn<<<grid_for(nwork), threads, smem, s>>>(kp);
     return mvrt_gpu_get_last_error();
+}
+template <typename F>
+static mvrt_gpu_error_t launch_scan_kernel(F fn, const kparams &k, int threads, size_t smem, mvrt_gpu_stream_t s)
+{
+    return launch_scan_kernel(fn, k, k.nwork, threads, smem, s);
 }
 
 template <typename Tin, int NPT, int TPR>

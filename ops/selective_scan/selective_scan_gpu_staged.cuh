@@ -103,67 +103,6 @@ static __device__ __forceinline__ void staged_copy_wait()
 #endif
 }
 
-/* A contiguous region of `bytes` (a multiple of VEC; both ends VEC-aligned). */
-template <int VEC, bool LOAD>
-static __device__ __forceinline__ void region_copy_t(char *smem, char *gmem, int bytes)
-{
-    typedef typename raw_piece<VEC>::t P;
-    for (int i = threadIdx.x * VEC; i < bytes; i += blockDim.x * VEC) {
-        if (LOAD)
-            staged_copy<VEC>(smem + i, gmem + i);
-        else
-            *reinterpret_cast<P *>(gmem + i) = *reinterpret_cast<const P *>(smem + i);
-    }
-}
-template <bool LOAD> static __device__ __forceinline__ void region_copy(int vec, char *smem, char *gmem, int bytes)
-{
-    switch (vec) {
-    case 16: region_copy_t<16, LOAD>(smem, gmem, bytes); break;
-    case 8: region_copy_t<8, LOAD>(smem, gmem, bytes); break;
-    case 4: region_copy_t<4, LOAD>(smem, gmem, bytes); break;
-    default: region_copy_t<2, LOAD>(smem, gmem, bytes); break;
-    }
-}
-
-/* nrows rows of row_bytes (<= ppr = 2^lg_ppr pieces of VEC bytes each),
- * shared rows sstride bytes apart, global rows gstride bytes apart. A
- * thread keeps one piece position j of rows rr, rr + rstep, ... (ppr
- * divides the block size): two pointer steps per piece. */
-template <int VEC, bool LOAD>
-static __device__ __forceinline__ void rows_copy_t(char *smem, int sstride, char *gmem, int64_t gstride, int nrows,
-                                                   int lg_ppr, int row_bytes)
-{
-    typedef typename raw_piece<VEC>::t P;
-    const int j = (int)(threadIdx.x & ((1u << lg_ppr) - 1)) * VEC;
-    if (j >= row_bytes) return;
-    int rr = (int)(threadIdx.x >> lg_ppr);
-    const int rstep = (int)(blockDim.x >> lg_ppr);
-    char *s = smem + rr * sstride + j;
-    char *g = gmem + rr * gstride + j;
-    const int sstep = rstep * sstride;
-    const int64_t gstep = rstep * gstride;
-#pragma unroll 4
-    for (; rr < nrows; rr += rstep) {
-        if (LOAD)
-            staged_copy<VEC>(s, g);
-        else
-            *reinterpret_cast<P *>(g) = *reinterpret_cast<const P *>(s);
-        s += sstep;
-        g += gstep;
-    }
-}
-template <bool LOAD>
-static __device__ __forceinline__ void rows_copy(int vec, char *smem, int sstride, char *gmem, int64_t gstride,
-                                                 int nrows, int lg_ppr, int row_bytes)
-{
-    switch (vec) {
-    case 16: rows_copy_t<16, LOAD>(smem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
-    case 8: rows_copy_t<8, LOAD>(smem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
-    case 4: rows_copy_t<4, LOAD>(smem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
-    default: rows_copy_t<2, LOAD>(smem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
-    }
-}
-
 /* y * silu(z) for the VEC bytes of y and z at ys, zs (shared), to g. */
 template <typename Tin, int VEC>
 static __device__ __forceinline__ void gate_piece(char *g, const char *ys, const char *zs)
@@ -183,43 +122,74 @@ static __device__ __forceinline__ void gate_piece(char *g, const char *ys, const
     }
     *reinterpret_cast<P *>(g) = y.raw;
 }
-/* The chunk-mode store with the z gate (z rows at the same offsets as y). */
-template <typename Tin, int VEC>
-static __device__ __forceinline__ void rows_store_gated_t(const char *smem, const char *zsmem, int sstride, char *gmem,
-                                                          int64_t gstride, int nrows, int lg_ppr, int row_bytes)
+
+/* What a piece copy does: global -> shared (asynchronous where possible),
+ * shared -> global, or shared -> global through the z gate (z at zoff
+ * bytes after y in shared memory). */
+enum { PIECE_LOAD = 0, PIECE_STORE = 1, PIECE_STORE_GATED = 2 };
+template <typename Tin, int OP, int VEC>
+static __device__ __forceinline__ void piece_op(char *s, char *g, int zoff)
+{
+    typedef typename raw_piece<VEC>::t P;
+    if constexpr (OP == PIECE_LOAD)
+        staged_copy<VEC>(s, g);
+    else if constexpr (OP == PIECE_STORE)
+        *reinterpret_cast<P *>(g) = *reinterpret_cast<const P *>(s);
+    else
+        gate_piece<Tin, VEC>(g, s, s + zoff);
+}
+
+/* Runs the statement (which names VEC) for VEC = vec = 16, 8, 4, else the
+ * element size ES: the one piece-size switch of every copy loop. */
+#define MVRT_BY_PIECE(vec, ES, ...)                                                                                    \
+    switch (vec) {                                                                                                     \
+    case 16: { constexpr int VEC = 16; __VA_ARGS__; } break;                                                           \
+    case 8: { constexpr int VEC = 8; __VA_ARGS__; } break;                                                             \
+    case 4: { constexpr int VEC = 4; __VA_ARGS__; } break;                                                             \
+    default: { constexpr int VEC = (ES); __VA_ARGS__; } break;                                                         \
+    }
+
+/* A contiguous region of `bytes` (a multiple of VEC; both ends aligned). */
+template <typename Tin, int OP, int VEC>
+static __device__ __forceinline__ void region_op_t(char *smem, char *gmem, int bytes, int zoff)
+{
+    for (int i = threadIdx.x * VEC; i < bytes; i += blockDim.x * VEC) piece_op<Tin, OP, VEC>(smem + i, gmem + i, zoff);
+}
+template <typename Tin, int OP>
+static __device__ __forceinline__ void region_op(int vec, char *smem, char *gmem, int bytes, int zoff = 0)
+{
+    MVRT_BY_PIECE(vec, (int)sizeof(Tin), region_op_t<Tin, OP, VEC>(smem, gmem, bytes, zoff))
+}
+
+/* nrows rows of row_bytes (<= ppr = 2^lg_ppr pieces of VEC bytes each),
+ * shared rows sstride bytes apart, global rows gstride bytes apart. A
+ * thread keeps one piece position j of rows rr, rr + rstep, ... (ppr
+ * divides the block size): two pointer steps per piece. */
+template <typename Tin, int OP, int VEC>
+static __device__ __forceinline__ void rows_op_t(char *smem, int sstride, char *gmem, int64_t gstride, int nrows,
+                                                 int lg_ppr, int row_bytes, int zoff)
 {
     const int j = (int)(threadIdx.x & ((1u << lg_ppr) - 1)) * VEC;
     if (j >= row_bytes) return;
+    int rr = (int)(threadIdx.x >> lg_ppr);
     const int rstep = (int)(blockDim.x >> lg_ppr);
-    for (int rr = (int)(threadIdx.x >> lg_ppr); rr < nrows; rr += rstep)
-        gate_piece<Tin, VEC>(gmem + rr * gstride + j, smem + rr * sstride + j, zsmem + rr * sstride + j);
-}
-template <typename Tin>
-static __device__ __forceinline__ void rows_store_gated(int vec, const char *smem, const char *zsmem, int sstride,
-                                                        char *gmem, int64_t gstride, int nrows, int lg_ppr, int row_bytes)
-{
-    switch (vec) {
-    case 16: rows_store_gated_t<Tin, 16>(smem, zsmem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
-    case 8: rows_store_gated_t<Tin, 8>(smem, zsmem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
-    case 4: rows_store_gated_t<Tin, 4>(smem, zsmem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
-    default: rows_store_gated_t<Tin, (int)sizeof(Tin)>(smem, zsmem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes); break;
+    char *sp = smem + rr * sstride + j;
+    char *gp = gmem + rr * gstride + j;
+    const int sstep = rstep * sstride;
+    const int64_t gstep = rstep * gstride;
+#pragma unroll 4
+    for (; rr < nrows; rr += rstep) {
+        piece_op<Tin, OP, VEC>(sp, gp, zoff);
+        sp += sstep;
+        gp += gstep;
     }
 }
-/* The whole-row store with the z gate. */
-template <typename Tin, int VEC>
-static __device__ __forceinline__ void region_store_gated_t(const char *smem, const char *zsmem, char *gmem, int bytes)
+template <typename Tin, int OP>
+static __device__ __forceinline__ void rows_op(int vec, char *smem, int sstride, char *gmem, int64_t gstride, int nrows,
+                                               int lg_ppr, int row_bytes, int zoff = 0)
 {
-    for (int i = threadIdx.x * VEC; i < bytes; i += blockDim.x * VEC) gate_piece<Tin, VEC>(gmem + i, smem + i, zsmem + i);
-}
-template <typename Tin>
-static __device__ __forceinline__ void region_store_gated(int vec, const char *smem, const char *zsmem, char *gmem, int bytes)
-{
-    switch (vec) {
-    case 16: region_store_gated_t<Tin, 16>(smem, zsmem, gmem, bytes); break;
-    case 8: region_store_gated_t<Tin, 8>(smem, zsmem, gmem, bytes); break;
-    case 4: region_store_gated_t<Tin, 4>(smem, zsmem, gmem, bytes); break;
-    default: region_store_gated_t<Tin, (int)sizeof(Tin)>(smem, zsmem, gmem, bytes); break;
-    }
+    MVRT_BY_PIECE(vec, (int)sizeof(Tin),
+                  rows_op_t<Tin, OP, VEC>(smem, sstride, gmem, gstride, nrows, lg_ppr, row_bytes, zoff))
 }
 
 /* Where a block's variable B and C start, and their state and step
@@ -280,8 +250,8 @@ static __device__ __forceinline__ void bc_stage_whole(float *dst, const bc_src &
 }
 
 /* Whole rows, B/C with unit step stride: the 2N rows of L steps copied raw
- * (row_bytes each, VEC-byte pieces; a warp per row, its lanes along the
- * row) into raw[tensor * N + state][t], then bc_transpose. */
+ * (row_bytes each, VEC-byte pieces, VEC >= 4; a warp per row, its lanes
+ * along the row) into raw[tensor * N + state][t], then bc_transpose. */
 template <int VEC>
 static __device__ __forceinline__ void bc_copy_raw_t(char *raw, const bc_src &bs, int row_bytes, int N)
 {
@@ -296,11 +266,7 @@ static __device__ __forceinline__ void bc_copy_raw_t(char *raw, const bc_src &bs
 }
 static __device__ __forceinline__ void bc_copy_raw(int vec, char *raw, const bc_src &bs, int row_bytes, int N)
 {
-    switch (vec) {
-    case 16: bc_copy_raw_t<16>(raw, bs, row_bytes, N); break;
-    case 8: bc_copy_raw_t<8>(raw, bs, row_bytes, N); break;
-    default: bc_copy_raw_t<4>(raw, bs, row_bytes, N); break;
-    }
+    MVRT_BY_PIECE(vec, 4, bc_copy_raw_t<VEC>(raw, bs, row_bytes, N))
 }
 /* raw[tensor * N + state][t] -> dst[t][2][NS] as f32 (zero beyond N). */
 template <typename Tin, int NS>
@@ -547,11 +513,11 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
                 char *st = smem + (cc & 1) * sk.stage_bytes;
                 const int64_t t0 = (int64_t)cc << sk.lgT;
                 const int len = (int)((L - t0) < T ? (L - t0) : T);
-                rows_copy<true>(sk.vec, st, sbytes, gu + t0 * ES, p.u.stride[1] * ES, wk.nrows, sk.lg_ppr, len * ES);
-                rows_copy<true>(sk.vec, st + sk.tens_bytes, sbytes, gd + t0 * ES, p.delta.stride[1] * ES, wk.nrows,
+                rows_op<Tin, PIECE_LOAD>(sk.vec, st, sbytes, gu + t0 * ES, p.u.stride[1] * ES, wk.nrows, sk.lg_ppr, len * ES);
+                rows_op<Tin, PIECE_LOAD>(sk.vec, st + sk.tens_bytes, sbytes, gd + t0 * ES, p.delta.stride[1] * ES, wk.nrows,
                                 sk.lg_ppr, len * ES);
                 if (has_z)
-                    rows_copy<true>(sk.vec, st + 2 * sk.tens_bytes, sbytes, gz + t0 * ES, p.z.stride[1] * ES, wk.nrows,
+                    rows_op<Tin, PIECE_LOAD>(sk.vec, st + 2 * sk.tens_bytes, sbytes, gz + t0 * ES, p.z.stride[1] * ES, wk.nrows,
                                     sk.lg_ppr, len * ES);
                 if constexpr (ES == 4)
                     bc_copy_chunk<Tin, NS>((float *)(st + ntens * sk.tens_bytes), bs, t0, len, N, sk.lgT);
@@ -587,11 +553,13 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
                     if (more) bc_put_chunk<NS>((float *)(smem + ((cc + 1) & 1) * sk.stage_bytes + ntens * sk.tens_bytes), bcv, sk.lgT);
                 }
                 __syncthreads(); /* y of chunk cc complete */
+                /* z rows sit 2 tensors after the y rows */
                 if (has_z)
-                    rows_store_gated<Tin>(sk.vec, st, st + 2 * sk.tens_bytes, sbytes, go + t0 * ES, p.out.stride[1] * ES,
-                                          wk.nrows, sk.lg_ppr, len * ES);
+                    rows_op<Tin, PIECE_STORE_GATED>(sk.vec, st, sbytes, go + t0 * ES, p.out.stride[1] * ES, wk.nrows,
+                                                    sk.lg_ppr, len * ES, 2 * sk.tens_bytes);
                 else
-                    rows_copy<false>(sk.vec, st, sbytes, go + t0 * ES, p.out.stride[1] * ES, wk.nrows, sk.lg_ppr, len * ES);
+                    rows_op<Tin, PIECE_STORE>(sk.vec, st, sbytes, go + t0 * ES, p.out.stride[1] * ES, wk.nrows, sk.lg_ppr,
+                                              len * ES);
             }
         } else {
             /* whole rows: dense (row stride L) regions of nrows * L elements */
@@ -603,9 +571,9 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
             float *sseg = sbc + L * 2 * NS; /* [S][R][P, h_end] */
             const int rbytes = wk.nrows * (int)L * ES;
             load_row();
-            region_copy<true>(sk.vec, (char *)su, gu, rbytes);
-            region_copy<true>(sk.vec, (char *)sd, gd, rbytes);
-            if (has_z) region_copy<true>(sk.vec, (char *)sz, gz, rbytes);
+            region_op<Tin, PIECE_LOAD>(sk.vec, (char *)su, gu, rbytes);
+            region_op<Tin, PIECE_LOAD>(sk.vec, (char *)sd, gd, rbytes);
+            if (has_z) region_op<Tin, PIECE_LOAD>(sk.vec, (char *)sz, gz, rbytes);
             if (sk.bc_vec)
                 bc_copy_raw(sk.bc_vec, smem + sk.bc_raw_off, bs, (int)L * ES, N);
             else
@@ -649,9 +617,9 @@ __global__ void __launch_bounds__(MVRT_SCAN_STAGED_MAX_THREADS, MODE == 2 && siz
                 staged_steps<Tin, NS, LPR, VEC4, true>(h, c, su + ro, sd + ro, sbc, t0, t1, dummy, active);
             __syncthreads();
             if (has_z)
-                region_store_gated<Tin>(sk.vec, (char *)su, (const char *)sz, go, rbytes);
+                region_op<Tin, PIECE_STORE_GATED>(sk.vec, (char *)su, go, rbytes, 2 * sk.tens_bytes);
             else
-                region_copy<false>(sk.vec, (char *)su, go, rbytes);
+                region_op<Tin, PIECE_STORE>(sk.vec, (char *)su, go, rbytes);
         }
         if (p.last_state.data && active && s + 1 == sk.S) {
 #pragma unroll
@@ -895,12 +863,7 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
 
 template <typename F> static mvrt_gpu_error_t launch_staged(F fn, const staged_config &c, mvrt_gpu_stream_t s)
 {
-    if (c.smem > 48 * 1024) {
-        mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)c.smem);
-        if (e != MVRT_GPU_SUCCESS) return e;
-    }
-    fn<<<grid_for(c.sk.k.nwork), c.threads, c.smem, s>>>(c.sk);
-    return mvrt_gpu_get_last_error();
+    return launch_scan_kernel(fn, c.sk, c.sk.k.nwork, c.threads, c.smem, s);
 }
 
 template <typename Tin, int NS>
