@@ -10,16 +10,22 @@
  * applies, else the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
- * 1), else the general kernels. Backward: the lanes backward kernel (one
- * lane per state, N <= 16, variable B and C), else the general kernels
- * (MVRT_CUDA_SCAN_ROWS moves it to the row kernels).
+ * 1), else the general kernels. Backward: the staged backward (1, 2 or 4
+ * lanes per channel row, 3 <= N <= 16, variable B and C, unit L-strides),
+ * else the lanes backward kernel (one lane per state, N <= 16, variable B
+ * and C), else the general kernels (MVRT_CUDA_SCAN_ROWS moves it to the row
+ * kernels).
  * Tuning knobs read once from the environment (benchmarks compare variants;
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
  *   MVRT_CUDA_SCAN_PATH=staged   the staged forward for every problem it supports
+ *                                and the staged backward (by default not for few rows)
  *   MVRT_CUDA_SCAN_PATH=staged-chunks / staged-whole   only that mode of it
  *   MVRT_CUDA_SCAN_STAGED=0      no staged forward (the paths it replaced)
+ *   MVRT_CUDA_SCAN_STAGED_BWD=0  no staged backward (the lanes backward instead)
+ *   MVRT_CUDA_SCAN_BWD_T=8|16|32 chunk length of the staged backward
+ *   MVRT_CUDA_SCAN_BWD_LPR=1|2|4 lanes per row of the staged backward
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
  *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the staged kernel's chunks
@@ -56,6 +62,9 @@ struct knobs {
     int rows_max;
     int t_fwd;
     int bwd_threads;
+    int staged_bwd_off;
+    int bwd_t;
+    int bwd_lpr;
 };
 const knobs &get_knobs()
 {
@@ -80,6 +89,12 @@ const knobs &get_knobs()
         v.t_fwd = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_THREADS");
         v.bwd_threads = s ? atoi(s) : 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED_BWD");
+        v.staged_bwd_off = s && strcmp(s, "0") == 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_T");
+        v.bwd_t = s ? atoi(s) : 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_LPR");
+        v.bwd_lpr = s ? atoi(s) : 0;
         return v;
     }();
     return k;
@@ -121,6 +136,18 @@ bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 bool use_row_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     return use_row(p, t) && (get_knobs().rows_max > 0 || !lanes_bwd_supported(*p));
+}
+/* backward: the staged kernel's plan (ok 0: not used) */
+staged_bwd_config staged_bwd_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    const knobs &kn = get_knobs();
+    if (kn.force_general || kn.force_lanes || kn.rows_max > 0 || kn.staged_bwd_off || t->tpr_override != 0) {
+        staged_bwd_config none;
+        memset(&none, 0, sizeof none);
+        return none;
+    }
+    return make_staged_bwd_config(*p, t->smem_limit, t->warp_size, sm_count(), kn.force_staged == STAGED_ANY, kn.bwd_t,
+                                  kn.bwd_lpr);
 }
 /* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
@@ -182,6 +209,10 @@ extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) return make_row_ws_layout(*p, c).total;
     }
+    {
+        const staged_bwd_config c = staged_bwd_cfg_for(p, t);
+        if (c.ok) return make_staged_bwd_ws_layout(*p, c).total;
+    }
     if (use_lanes_bwd(p, t)) {
         const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
         if (c.smem <= t->smem_limit) return make_lanes_bwd_ws_layout(*p, c).total;
@@ -211,6 +242,14 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
             kparams k = make_row_kparams(*p, c);
             if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
             MVRT_SCAN_BY_DTYPE(launch_bwd_row_typed, k, c, s);
+        }
+    }
+    {
+        /* a plan (ok != 0) always fits t->smem_limit */
+        staged_bwd_config c = staged_bwd_cfg_for(p, t);
+        if (c.ok) {
+            if (!bind_workspace(c.sk.k, make_staged_bwd_ws_layout(*p, c), p)) return gpuErrorInvalidValue;
+            MVRT_SCAN_BY_DTYPE(launch_bwd_staged_typed, c, s);
         }
     }
     if (use_lanes_bwd(p, t)) {
@@ -248,6 +287,14 @@ extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, con
         if (c.smem <= t->smem_limit) {
             snprintf(buf, n, "row ns=%d T=%d TB=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T, c.TB, c.ch,
                      c.ntiles, c.threads, c.smem);
+            return;
+        }
+    }
+    if (bwd) {
+        const staged_bwd_config c = staged_bwd_cfg_for(p, t);
+        if (c.ok) {
+            snprintf(buf, n, "staged-bwd ns=%d lpr=%d T=%d ch=%d ntiles=%d threads=%d vec=%d smem=%zu", c.ns, c.lpr, c.T,
+                     c.ch, c.ntiles, c.threads, c.vec, c.smem);
             return;
         }
     }
