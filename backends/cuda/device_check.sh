@@ -1,10 +1,11 @@
 #!/bin/bash
 # One-call check of the CUDA backend on a GPU machine: configure + build for
 # the local GPU only, benchmark (default paths, then variants side by side
-# on the MambaVision rows: the paths the staged forward replaced, one lane
-# per row, the row kernels; f32 and bf16), ncu on the staged forward and the
-# backward kernels (stall reasons, pipes, DRAM bytes), ctest -L cuda
-# (conformance, golden, random incl. every forced path/variant),
+# on the MambaVision rows: the paths the staged forward and backward
+# replaced, other lane counts and chunk lengths, the row kernels; f32 and
+# bf16), ncu on the staged forward and the backward kernels (stall
+# reasons, pipes, DRAM bytes), ctest -L cuda (conformance, golden, random
+# incl. every forced path/variant),
 # compute-sanitizer memcheck
 # and racecheck on small cases of each path, then the 64-bit test.
 # Logs go to $OUT.
@@ -36,7 +37,7 @@ BENCH=$B/bin/bench_cuda_scan
 log bench f32 default
 timeout 120 $BENCH $P f32 30 2>&1 | tee "$OUT/bench.log"
 # variants on the MambaVision rows: "NAME ENV..." (one env assignment list each)
-VARIANTS=${MVRT_CHECK_VARIANTS:-"staged-off:MVRT_CUDA_SCAN_STAGED=0 lpr1:MVRT_CUDA_SCAN_LPR=1 rows64:MVRT_CUDA_SCAN_ROWS=64"}
+VARIANTS=${MVRT_CHECK_VARIANTS:-"staged-off:MVRT_CUDA_SCAN_STAGED=0 lanes-bwd:MVRT_CUDA_SCAN_STAGED_BWD=0 bwd-lpr1:MVRT_CUDA_SCAN_BWD_LPR=1 bwd-t8:MVRT_CUDA_SCAN_BWD_T=8 lpr1:MVRT_CUDA_SCAN_LPR=1 rows64:MVRT_CUDA_SCAN_ROWS=64"}
 for V in $VARIANTS; do
   NAME=${V%%:*}; ENVS=${V#*:}
   log "bench f32 variant $NAME ($ENVS)"
@@ -56,6 +57,8 @@ if [ "${MVRT_CHECK_NCU:-1}" != 0 ] && command -v ncu > /dev/null; then
   NCU="ncu --clock-control none --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --metrics dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed_pipe_xu.sum,smsp__inst_executed.sum"
   log ncu fwd f32
   MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_fwd_staged $BENCH $P f32 2 > "$OUT/ncu.txt" 2>&1
+  log ncu bwd f32 staged
+  MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_staged $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
   log ncu bwd f32 lanes
   MVRT_CUDA_SCAN_PATH=lanes MVRT_BENCH_ROWS=0 timeout 60 $NCU -k regex:scan_bwd_lanes $BENCH $P f32 2 >> "$OUT/ncu.txt" 2>&1
   log ncu bwd f32 row
@@ -82,6 +85,7 @@ for m in staged-chunks staged-whole; do for c in mambavision_like bf16_z_L49 bf1
 for c in mambavision_like groups_tiles f16_z_long N1_Lstrided; do MVRT_CUDA_SCAN_PATH=lanes timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck lanes $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 log racecheck
 for v in staged-chunks,1 staged-chunks,2 staged-chunks,4 staged-whole,2; do for c in mambavision_like f16_z_long bf16_odd_padded groups_tiles L1; do MVRT_CUDA_SCAN_PATH=${v%,*} MVRT_CUDA_SCAN_LPR=${v#*,} timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $v $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done; done
+for v in 2,16 1,8 4,32; do for c in mambavision_like f16_z_long groups_tiles many_rows_L49; do MVRT_CUDA_SCAN_PATH=staged MVRT_CUDA_SCAN_BWD_LPR=${v%,*} MVRT_CUDA_SCAN_BWD_T=${v#*,} timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck staged-bwd $v $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; MVRT_CUDA_SCAN_PATH=staged MVRT_CUDA_SCAN_BWD_LPR=${v%,*} MVRT_CUDA_SCAN_BWD_T=${v#*,} timeout 60 $CS --tool memcheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "memcheck staged-bwd $v $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done; done
 for c in odd_L groups_tiles f16_z_long; do MVRT_CUDA_SCAN_PATH=lanes timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck lanes $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 for c in odd_L N5; do timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
 for c in odd_L groups_tiles f16_z; do MVRT_CUDA_SCAN_ROWS=64 timeout 60 $CS --tool racecheck --error-exitcode 9 $T $P $c >> "$OUT/sanitizer.log" 2>&1; echo "racecheck row64 $c rc=$?" | tee -a "$OUT/sanitizer_rc.txt"; done
