@@ -526,8 +526,13 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
     }
     if (c.ns >= 16 && rows_sm < 256) lpr = 4;
     if ((lpr_force == 1 || lpr_force == 2 || lpr_force == 4) && c.ns / lpr_force >= 4) lpr = lpr_force;
-    /* tiles: the most used lanes times the share of SMs with a block */
-    int rcap = MVRT_SCAN_SB_MAX_THREADS(c.ns / lpr) / lpr;
+    /* tiles: the most used lanes times the use of the SMs over the waves
+     * of blocks, with as many resident blocks per SM as the launch bound's
+     * registers allow (measured on an H100, f32: the LM row in 24 tiles of
+     * 64 rows = 1.45 waves 2.30 ms, in 16 tiles of 96 rows = one wave 1.51
+     * ms; MV-L s3 5 tiles of 79 rows 0.261 ms, 4 of 98 rows 0.226 ms) */
+    const int tmax = MVRT_SCAN_SB_MAX_THREADS(c.ns / lpr);
+    int rcap = tmax / lpr;
     if (rcap > 256) rcap = 256;
     int best_nt = 0;
     double best = -1;
@@ -535,8 +540,10 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
         const int ch = (int)((dpg + ntl - 1) / ntl);
         const int thr = (ch * lpr + warp - 1) / warp * warp;
         const double eff = (double)dpg * lpr / ((double)ntl * thr);
-        const double cover = (double)(p.batch * p.groups * ntl) / sm_count;
-        const double score = eff * (cover < 1 ? cover : 1);
+        const int64_t nb = p.batch * p.groups * ntl;
+        const int64_t slots = (int64_t)sm_count * (tmax / thr > 1 ? tmax / thr : 1);
+        const double waves = (double)((nb + slots - 1) / slots);
+        const double score = eff * (double)nb / (waves * (double)slots);
         if (score > best + 0.005) {
             best = score;
             best_nt = ntl;
