@@ -560,9 +560,9 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
     const int nq = 2 * c.ns / 4;
     /* chunk length: the longest that keeps the resident blocks per SM the
      * launch bound's registers allow (up to the blocks there are), else
-     * the longest that fits, not longer than L needs. Measured on an H100:
-     * LM row (1 block/SM by registers) T 8 / 16 / 32: 2.82 / 2.47 / 2.30
-     * ms; MV-L s3 (2 blocks/SM at T 16, 1 at T 32): T 16 0.261 ms */
+     * the longest that fits, not longer than L needs. Measured on an H100
+     * (1 block/SM by registers), T 8 / 16 / 32: LM row in tiles of 64 rows
+     * 2.82 / 2.47 / 2.30 ms; MV-L s3 in tiles of 98 rows - / 0.259 / 0.226 ms */
     const int64_t nblocks = p.batch * p.groups * best_nt;
     int want = MVRT_SCAN_SB_MAX_THREADS(c.ns / lpr) / threads;
     const int64_t need = (nblocks + sm_count - 1) / sm_count;
