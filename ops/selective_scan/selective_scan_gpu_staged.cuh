@@ -717,8 +717,15 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
         int rmax = 64;
         if (S > 1) {
             rmax = 128 / S;
+            /* at least 4 rows per block even where that leaves SMs idle:
+             * each block copies and transposes the whole of B/C, so more
+             * rows share that work (measured at batch 1, MV-T s3, rows per
+             * block 1 / 2 / 3 / 4 / 5 / 8: 0.020 / 0.016 / 0.016 / 0.0156
+             * / 0.017 / 0.018 ms; kernel 12.1 us at 2, 10.5 us at 4) */
             const int64_t per_sm = (rows + sm_count - 1) / sm_count;
-            if (per_sm < rmax) rmax = (int)per_sm;
+            if (per_sm < rmax) rmax = per_sm > 4 ? (int)per_sm : (rmax < 4 ? rmax : 4);
+            /* rows_force: rows per block with segments (benchmarks) */
+            if (rows_force > 0) rmax = rows_force < 256 / S ? rows_force : 256 / S;
         }
         if (rmax < 1) rmax = 1;
         if (rmax * S > MVRT_SCAN_STAGED_THREADS) rmax = MVRT_SCAN_STAGED_THREADS / S;
