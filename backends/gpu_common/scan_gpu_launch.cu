@@ -29,7 +29,8 @@
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
  *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the staged kernel's chunks
- *   MVRT_CUDA_SCAN_STAGED_ROWS=n rows per block of the staged kernel's chunks at most
+ *   MVRT_CUDA_SCAN_STAGED_ROWS=n rows per block of the staged kernel's chunks at most,
+ *                                with segments exactly (capped by 256 threads)
  *   MVRT_CUDA_SCAN_LPR=1|2|4     lanes per row of the staged kernel's chunks
  *   MVRT_CUDA_SCAN_BWD_THREADS=n block size cap of the lanes backward (<= 256)
  * A thread-per-row override (tuning->tpr_override) also selects the general
