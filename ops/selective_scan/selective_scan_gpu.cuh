@@ -180,6 +180,22 @@ static __device__ __forceinline__ work decode(const kparams &k, int64_t w)
     return r;
 }
 
+/* A block's sum of variable dB (which 0) or dC (which 1) at state n, step
+ * t: to its tile partial when a group spans several tiles (summed over the
+ * tiles in order by scan_bwd_reduce_bc), else straight to dB/dC. */
+template <typename Tin>
+static __device__ __forceinline__ void store_dbc(const kparams &k, const work &wk, int which, int64_t n, int64_t t,
+                                                 float v)
+{
+    const mvrt_scan_params_t &p = k.p;
+    if (k.ws_bc) {
+        k.ws_bc[((((wk.b * p.groups + wk.g) * k.ntiles + wk.tile) * 2 + which) * p.dstate + n) * p.seqlen + t] = v;
+    } else {
+        const mvrt_scan_operand_t &op = which == 0 ? p.dB : p.dC;
+        io<Tin>::st(op.data, wk.b * op.stride[0] + wk.g * op.stride[1] + n * op.stride[2] + t * op.stride[3], v);
+    }
+}
+
 /* Stages rows [d0, d0+nrows) x steps [t0, t0+len) of a (Bt, Dm, L) operand
  * into dst[row*srow + step] (as float), coalesced along L. MODE 0: plain;
  * 1: delta (+ bias, softplus); */
@@ -636,7 +652,6 @@ __global__ void __launch_bounds__(256, 2) scan_bwd_kernel(const kparams k)
                 const bool var = which == 0 ? p.b_variable : p.c_variable;
                 if (!var) continue;
                 const float *sw = which == 0 ? swB : swC;
-                const mvrt_scan_operand_t &op = which == 0 ? p.dB : p.dC;
                 const int total = N * len;
                 for (int i = threadIdx.x; i < total; i += blockDim.x) {
                     const int n = fdiv(i, mlen);
@@ -644,12 +659,7 @@ __global__ void __launch_bounds__(256, 2) scan_bwd_kernel(const kparams k)
                     /* warps holding no valid row add exact zeros */
                     float s = 0.f;
                     for (int wv = 0; wv < nwarps; ++wv) s += sw[(wv * k.ts + cc) * k.np + n];
-                    if (k.ws_bc) {
-                        const int64_t o = ((((wk.b * p.groups + wk.g) * k.ntiles + wk.tile) * 2 + which) * N + n) * L + t0 + cc;
-                        k.ws_bc[o] = s;
-                    } else {
-                        io<Tin>::st(op.data, wk.b * op.stride[0] + wk.g * op.stride[1] + n * op.stride[2] + (t0 + cc) * op.stride[3], s);
-                    }
+                    store_dbc<Tin>(k, wk, which, n, t0 + cc, s);
                 }
             }
         }

@@ -370,13 +370,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_LB_MAX_THREADS, MVRT_SCAN_LB_MIN_BLO
                 if (t >= len || sn >= N) continue;
                 float acc = 0.f;
                 for (int wv = 0; wv < nwarps; ++wv) acc += swb[(wv * TS + t) * 2 * NS + wn];
-                if (k.ws_bc) {
-                    const int64_t o = ((((wk.b * p.groups + wk.g) * k.ntiles + wk.tile) * 2 + which) * N + sn) * L + t0 + t;
-                    k.ws_bc[o] = acc;
-                } else {
-                    const mvrt_scan_operand_t &op = which == 0 ? p.dB : p.dC;
-                    io<Tin>::st(op.data, wk.b * op.stride[0] + wk.g * op.stride[1] + sn * op.stride[2] + (t0 + t) * op.stride[3], acc);
-                }
+                store_dbc<Tin>(k, wk, which, sn, t0 + t, acc);
             }
         }
 

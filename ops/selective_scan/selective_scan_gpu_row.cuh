@@ -577,13 +577,7 @@ __global__ void __launch_bounds__(256, 1) scan_bwd_row_kernel(const kparams k)
                 const int tt = rem - n * len;
                 float s = 0.f;
                 for (int wv = 0; wv < nwarps; ++wv) s += swb[(wv * T + tt) * V + which * NS + n];
-                if (k.ws_bc) {
-                    const int64_t o = ((((wk.b * p.groups + wk.g) * k.ntiles + wk.tile) * 2 + which) * N + n) * L + t0 + tt;
-                    k.ws_bc[o] = s;
-                } else {
-                    const mvrt_scan_operand_t &op = which == 0 ? p.dB : p.dC;
-                    io<Tin>::st(op.data, wk.b * op.stride[0] + wk.g * op.stride[1] + n * op.stride[2] + (t0 + tt) * op.stride[3], s);
-                }
+                store_dbc<Tin>(k, wk, which, n, t0 + tt, s);
             }
         }
 

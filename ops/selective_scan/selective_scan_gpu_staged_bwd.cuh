@@ -455,13 +455,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_SB_MAX_THREADS(NS / LPR), 1) scan_bw
                 if (t >= len || n >= N) continue;
                 float acc = 0.f;
                 for (int wv = 0; wv < nwarps; ++wv) acc += sW[(wv * T + t) * 2 * NS + v];
-                if (k.ws_bc) {
-                    const int64_t o = ((((wk.b * p.groups + wk.g) * k.ntiles + wk.tile) * 2 + which) * N + n) * L + t0 + t;
-                    k.ws_bc[o] = acc;
-                } else {
-                    const mvrt_scan_operand_t &op = which == 0 ? p.dB : p.dC;
-                    io<Tin>::st(op.data, wk.b * op.stride[0] + wk.g * op.stride[1] + n * op.stride[2] + (t0 + t) * op.stride[3], acc);
-                }
+                store_dbc<Tin>(k, wk, which, n, t0 + t, acc);
             }
         }
 
