@@ -134,16 +134,24 @@ done:
 
 int mvrt_mr_run(mvrt_mr_t *mr, char *err, size_t errlen)
 {
+    /* every device's graph first: a device-to-host copy into pageable
+     * memory returns only once it is done, so a copy issued between two
+     * launches would wait for the first device before the second starts
+     * (measured on two H100s with copies between the launches: 0,1 ran at
+     * the speed of one device, 3298 vs 3351 images/s) */
+    for (int d = 0; d < mr->ndev; d++) {
+        mvrt_status_t st = mvrt_graph_run(mr->graph[d], mr->stream[d], NULL, NULL);
+        if (st != MVRT_OK)
+            return mr_fail(err, errlen, NULL, st, "running the graph");
+    }
     int64_t first = 0;
     for (int d = 0; d < mr->ndev; d++) {
         mvrt_tensor_t tout;
         mvrt_graph_output(mr->graph[d], &tout);
-        mvrt_status_t st = mvrt_graph_run(mr->graph[d], mr->stream[d], NULL, NULL);
-        if (st == MVRT_OK)
-            st = mvrt_copy_device_to_host(mr->stream[d], mr->host_out + first * mr->out_item, tout.buffer,
-                                          tout.offset, (size_t)(mr->part[d] * mr->out_item) * sizeof(float));
+        mvrt_status_t st = mvrt_copy_device_to_host(mr->stream[d], mr->host_out + first * mr->out_item, tout.buffer,
+                                                    tout.offset, (size_t)(mr->part[d] * mr->out_item) * sizeof(float));
         if (st != MVRT_OK)
-            return mr_fail(err, errlen, NULL, st, "running the graph");
+            return mr_fail(err, errlen, NULL, st, "copying the logits back");
         first += mr->part[d];
     }
     for (int d = 0; d < mr->ndev; d++) {
