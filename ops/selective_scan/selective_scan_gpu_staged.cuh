@@ -723,7 +723,8 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
              * block 1 / 2 / 3 / 4 / 5 / 8: 0.020 / 0.016 / 0.016 / 0.0156
              * / 0.017 / 0.018 ms; kernel 12.1 us at 2, 10.5 us at 4) */
             const int64_t per_sm = (rows + sm_count - 1) / sm_count;
-            if (per_sm < rmax) rmax = per_sm > 4 ? (int)per_sm : (rmax < 4 ? rmax : 4);
+            const int64_t want = per_sm > 4 ? per_sm : 4;
+            if (want < rmax) rmax = (int)want;
             /* rows_force: rows per block with segments (benchmarks) */
             if (rows_force > 0) rmax = rows_force < 256 / S ? rows_force : 256 / S;
         }

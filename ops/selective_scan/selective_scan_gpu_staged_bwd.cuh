@@ -487,7 +487,7 @@ struct staged_bwd_config {
  * u, delta, dout, z, du, ddelta, dz. force: also where few rows (< 16 per
  * SM) would leave most lanes idle (there the lanes backward is faster:
  * MV-T s3 batch 1 0.071 vs 0.126 ms, H100); t_force: chunk length
- * 8/16/32; lpr_force: lanes per row 1/2/4 (where NS/LPR >= 4). */
+ * 8/16/32; lpr_force: lanes per row 1/2/4 (where 4 <= NS/LPR <= 8). */
 static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t &p, size_t smem_limit, int warp,
                                                        int sm_count, bool force = false, int t_force = 0,
                                                        int lpr_force = 0)
@@ -512,14 +512,16 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
      * rows. Measured on an H100, f32 ms, LPR 1 / 2: MV-T s3 (160 rows)
      * 0.386 / 0.345, MV-T s4 (320) 0.291 / 0.258, MV-L s3 (392 = 2 x 196)
      * 0.331 / 0.261, MV-B s3 (256) 0.475 / 0.529, MV-B s4 (512) 0.361 /
-     * 0.375; LM 8x1536x2048x16: LPR 4 2.47 */
+     * 0.375; LM 8x1536x2048x16: LPR 4 2.47. A lane holds 4 or 8 states:
+     * 16 states in one lane spill (328 bytes of stack at 255 registers). */
     int lpr = 1;
     if (c.ns >= 8) {
         const int64_t nt1 = (dpg + 255) / 256;
         if ((dpg + nt1 - 1) / nt1 <= 224 && rows_sm < 1024) lpr = 2;
     }
-    if (c.ns >= 16 && rows_sm < 256) lpr = 4;
-    if ((lpr_force == 1 || lpr_force == 2 || lpr_force == 4) && c.ns / lpr_force >= 4) lpr = lpr_force;
+    if (c.ns >= 16) lpr = rows_sm < 256 ? 4 : 2;
+    if ((lpr_force == 1 || lpr_force == 2 || lpr_force == 4) && c.ns / lpr_force >= 4 && c.ns / lpr_force <= 8)
+        lpr = lpr_force;
     /* tiles: the most used lanes times the use of the SMs over the waves
      * of blocks, with as many resident blocks per SM as the launch bound's
      * registers allow (measured on an H100, f32: the LM row in 24 tiles of
@@ -562,75 +564,62 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
     const int64_t need = (nblocks + sm_count - 1) / sm_count;
     if (need < want) want = (int)need;
     if (want < 1) want = 1;
-    size_t sizes[3];
-    for (int i = 0, T = 32; i < 3; ++i, T /= 2) {
-        const int tens = staged_align16((int64_t)rows_alloc * (T + 4) * es);
-        const int stage = ntens * tens + T * 2 * c.ns * 4;
-        sizes[i] = 2 * (size_t)stage + (size_t)(T / 4) * threads * (c.ns / lpr) * 4 + 2 * (size_t)(T / 4) * rows_alloc * 16 +
-                   (size_t)nwarps * MVRT_SCAN_SB_SUB * nq * rpwp * 16 + (size_t)nwarps * T * 2 * c.ns * 4;
-    }
-    int t_pick = 0;
-    for (int i = 0, T = 32; i < 3 && !t_pick; ++i, T /= 2)
-        if (T == 8 || T / 2 < L)
-            if ((size_t)want * (sizes[i] + 1024) <= smem_limit + 1024) t_pick = T;
-    for (int i = 0, T = 32; i < 3 && !t_pick; ++i, T /= 2)
-        if (sizes[i] <= smem_limit) t_pick = T;
-    if (t_force == 8 || t_force == 16 || t_force == 32) t_pick = t_force;
-    for (int T = 32; T >= 8; T /= 2) {
-        if (T != t_pick) continue;
-        const int srow = T + 4;
-        const int tens = staged_align16((int64_t)rows_alloc * srow * es);
-        const int stage = ntens * tens + T * 2 * c.ns * 4;
-        const size_t k_bytes = (size_t)(T / 4) * threads * (c.ns / lpr) * 4;
-        const size_t dp_bytes = 2 * (size_t)(T / 4) * rows_alloc * 16;
-        const size_t pw_bytes = (size_t)nwarps * MVRT_SCAN_SB_SUB * nq * rpwp * 16;
-        const size_t w_bytes = (size_t)nwarps * T * 2 * c.ns * 4;
-        const size_t smem = 2 * (size_t)stage + k_bytes + dp_bytes + pw_bytes + w_bytes;
-        if (smem > smem_limit) continue;
-        if (es == 2 && T * 2 * c.ns > MVRT_SCAN_STAGED_BCK * threads) continue;
-        int64_t q[21];
-        int nq2 = 0;
-        for (int i = 0; i < nt; ++i) {
-            q[nq2++] = ts[i]->stride[0] * es;
-            q[nq2++] = ts[i]->stride[1] * es;
-            q[nq2++] = (int64_t)(uintptr_t)ts[i]->data;
-        }
-        int vec = staged_piece(q, nq2, (int)es);
-        const int64_t q2[3] = {L * es, (int64_t)T * es, (int64_t)srow * es};
-        const int v2 = staged_piece(q2, 3, (int)es);
-        if (v2 < vec) vec = v2;
-        /* 2-byte pieces (16-bit rows of odd length, e.g. L = 49): a copy
-         * instruction per element; there the lanes backward is faster
-         * (measured bf16 MV-T s4 / MV-B s4: 0.357 / 0.579 ms vs 0.285 /
-         * 0.406) */
-        if (vec < 4 && !force) return c;
-        c.ok = 1;
-        c.lpr = lpr;
-        c.T = T;
-        c.ch = ch;
-        c.ntiles = best_nt;
-        c.threads = threads;
-        c.nchunks = (int)((L + T - 1) / T);
-        c.vec = vec;
-        c.smem = smem;
-        staged_bwd_kparams &s = c.sk;
+    /* shared-memory layout of a chunk length: two stages, then the
+     * unbuffered areas (offsets as in staged_bwd_kparams) */
+    auto layout = [&](int T, staged_bwd_kparams &s) {
         s.T = T;
         s.lgT = T == 8 ? 3 : T == 16 ? 4 : 5;
-        s.srow = srow;
-        s.vec = vec;
-        int lp = 0;
-        while ((1 << lp) * vec < T * es) ++lp;
-        s.lg_ppr = lp;
+        s.srow = T + 4;
         s.rows_alloc = rows_alloc;
-        s.tens_bytes = tens;
-        s.stage_bytes = stage;
-        s.k_off = 2 * stage;
-        s.dp_off = s.k_off + (int)k_bytes;
-        s.pw_off = s.dp_off + (int)dp_bytes;
-        s.w_off = s.pw_off + (int)pw_bytes;
-        break;
+        s.tens_bytes = staged_align16((int64_t)rows_alloc * s.srow * es);
+        s.stage_bytes = ntens * s.tens_bytes + T * 2 * c.ns * 4;
+        s.k_off = 2 * s.stage_bytes;
+        s.dp_off = s.k_off + (T / 4) * threads * (c.ns / lpr) * 4;
+        s.pw_off = s.dp_off + 2 * (T / 4) * rows_alloc * 16;
+        s.w_off = s.pw_off + nwarps * MVRT_SCAN_SB_SUB * nq * rpwp * 16;
+        return (size_t)s.w_off + (size_t)nwarps * T * 2 * c.ns * 4;
+    };
+    staged_bwd_kparams &s = c.sk;
+    int T = 0;
+    if (t_force == 8 || t_force == 16 || t_force == 32) {
+        T = t_force;
+    } else {
+        for (int t = 32; t >= 8 && !T; t /= 2)
+            if ((t == 8 || t / 2 < L) && (size_t)want * (layout(t, s) + 1024) <= smem_limit + 1024) T = t;
+        for (int t = 32; t >= 8 && !T; t /= 2)
+            if (layout(t, s) <= smem_limit) T = t;
+        if (!T) return c;
     }
-    if (!c.ok) return c;
+    const size_t smem = layout(T, s);
+    if (smem > smem_limit || (es == 2 && T * 2 * c.ns > MVRT_SCAN_STAGED_BCK * threads)) return c;
+    int64_t q[21];
+    int nq2 = 0;
+    for (int i = 0; i < nt; ++i) {
+        q[nq2++] = ts[i]->stride[0] * es;
+        q[nq2++] = ts[i]->stride[1] * es;
+        q[nq2++] = (int64_t)(uintptr_t)ts[i]->data;
+    }
+    int vec = staged_piece(q, nq2, (int)es);
+    const int64_t q2[3] = {L * es, (int64_t)T * es, (int64_t)s.srow * es};
+    const int v2 = staged_piece(q2, 3, (int)es);
+    if (v2 < vec) vec = v2;
+    /* 2-byte pieces (16-bit rows of odd length, e.g. L = 49): a copy
+     * instruction per element; there the lanes backward is faster
+     * (measured bf16 MV-T s4 / MV-B s4: 0.357 / 0.579 ms vs 0.285 / 0.406) */
+    if (vec < 4 && !force) return c;
+    int lp = 0;
+    while ((1 << lp) * vec < T * es) ++lp;
+    s.vec = vec;
+    s.lg_ppr = lp;
+    c.ok = 1;
+    c.lpr = lpr;
+    c.T = T;
+    c.ch = ch;
+    c.ntiles = best_nt;
+    c.threads = threads;
+    c.nchunks = (int)((L + T - 1) / T);
+    c.vec = vec;
+    c.smem = smem;
     c.sk.k = make_chunked_kparams(p, c.ntiles, c.ch, c.T, c.ns, c.nchunks);
     return c;
 }
@@ -654,7 +643,8 @@ static mvrt_gpu_error_t launch_bwd_staged_t(const staged_bwd_config &c, mvrt_gpu
         if (c.lpr == 4) return launch_staged_bwd<Tin>(scan_bwd_staged_kernel<Tin, NS, 4>, c, s);
     if constexpr (NS >= 8)
         if (c.lpr == 2) return launch_staged_bwd<Tin>(scan_bwd_staged_kernel<Tin, NS, 2>, c, s);
-    return launch_staged_bwd<Tin>(scan_bwd_staged_kernel<Tin, NS, 1>, c, s);
+    if constexpr (NS <= 8) return launch_staged_bwd<Tin>(scan_bwd_staged_kernel<Tin, NS, 1>, c, s);
+    return (mvrt_gpu_error_t)1; /* the plan gives 16 states 2 or 4 lanes */
 }
 
 /* c.sk.k must have its workspace regions bound. */
