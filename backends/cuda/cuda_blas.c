@@ -20,6 +20,8 @@
  * ldconfig), then the toolkit's lib directory known at build time. */
 #define _GNU_SOURCE
 #include "cuda_blas.h"
+#include "cuda_gemm_3xtf32.h"
+#include "cuda_gemm_3xtf32.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -112,7 +114,26 @@ typedef struct mvrt_cuda_blas {
     char *ws; /* MVRT_CUDA_BLAS_SLOTS slots */
     cudaStream_t slot_stream[MVRT_CUDA_BLAS_SLOTS];
     int slot_used[MVRT_CUDA_BLAS_SLOTS];
+    int fp32_3xtf32; /* fp32 GEMMs try the 3xTF32 kernels first */
+    int sm_count;    /* of the device: picks their tile */
 } mvrt_cuda_blas_t;
+
+/* 3xTF32 for fp32 GEMMs: built with CUTLASS, an sm_80+ device (the build's
+ * kernels start at sm_80), and not turned off by MVRT_CUDA_FP32_GEMM=sgemm. */
+static int want_3xtf32(int *sm_count)
+{
+    int dev = 0, major = 0;
+    *sm_count = 0;
+    if (!mvrt_cuda_gemm_3xtf32_built() || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const char *env = getenv("MVRT_CUDA_FP32_GEMM");
+    if (env && strcmp(env, "sgemm") == 0) return 0;
+    return major >= 8;
+}
 
 int mvrt_cuda_blas_create(void **out_blas, char *msg, size_t msg_n)
 {
@@ -140,6 +161,7 @@ int mvrt_cuda_blas_create(void **out_blas, char *msg, size_t msg_n)
         free(b);
         return 1;
     }
+    b->fp32_3xtf32 = want_3xtf32(&b->sm_count);
     /* Plain fp32 unless a call asks for TF32 through its compute type. */
     cublas_lib.set_math_mode(b->h, CUBLAS_DEFAULT_MATH);
     if (pthread_mutex_init(&b->lock, NULL) != 0) {
@@ -169,6 +191,10 @@ static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
 {
     mvrt_cuda_blas_t *b = blas;
+    if (b->fp32_3xtf32 && g->math == MVRT_MATH_FP32 && !g->bf16_operands) {
+        const int rc = mvrt_cuda_gemm_3xtf32(s, g, b->sm_count, msg, msg_n);
+        if (rc != MVRT_GPU_GEMM_DECLINED) return rc;
+    }
     /* cuBLAS takes int sizes and needs ld >= rows of each column-major
      * matrix; anything else is left to our own kernel. */
     const int64_t ldb_min = g->tb ? g->K : g->N, lda_min = g->ta ? g->M : g->K;

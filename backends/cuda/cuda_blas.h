@@ -5,9 +5,13 @@
  *
  * One handle per opened device, created at device_open with its workspace
  * (so nothing is allocated while a stream is captured into a graph).
- * Math: MVRT_MATH_FP32 computes in plain fp32 (CUBLAS_COMPUTE_32F with the
- * default math mode: no TF32, as PyTorch with TF32 off); MVRT_MATH_FAST uses
- * CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores). */
+ * Math: MVRT_MATH_FP32 keeps fp32 accuracy: on sm_80+ devices of a build
+ * with CUTLASS it runs CUTLASS's 3xTF32 kernels (cuda_gemm_3xtf32.h: error
+ * at or below SGEMM's, 1.4-1.7x its speed on an H100); otherwise, for
+ * shapes those decline, or with MVRT_CUDA_FP32_GEMM=sgemm, plain fp32 cuBLAS
+ * (CUBLAS_COMPUTE_32F with the default math mode: no TF32, as PyTorch with
+ * TF32 off). MVRT_MATH_FAST uses CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor
+ * cores). */
 #ifndef MVRT_BACKENDS_CUDA_BLAS_H
 #define MVRT_BACKENDS_CUDA_BLAS_H
 

@@ -11,8 +11,10 @@
  * compared with the reference, every other element of the output buffer
  * (gaps, padding) must be bit-for-bit untouched. The large cases compare
  * sampled rows/images only (the double reference would take minutes).
- * The linear and conv2d cases run twice: with the vendor BLAS (cuBLAS on
- * CUDA) and with <prefix>GEMM=builtin (our own GEMM kernel, the HIP path).
+ * The linear and conv2d cases run three times: on the default path (CUDA:
+ * fp32 GEMMs on CUTLASS 3xTF32 where built and aligned, else cuBLAS), with
+ * MVRT_CUDA_FP32_GEMM=sgemm (cuBLAS SGEMM) and with <prefix>GEMM=builtin
+ * (our own GEMM kernel, the HIP path).
  * Two ops are also captured into a graph and replayed.
  *
  * Pass criterion per element: |got - ref| <= atol + rtol * |ref|, with
@@ -680,6 +682,13 @@ static const lcase_t linear_cases[] = {
     {"linear_splitk_tn_pad_rowbias",     1, 100,   60,  512, 1, 0, 3, 2, 1, 0, 0, 2, SILU, 0, FP32, 0},
     {"linear_splitk_tt_gelu",            1,  49,  640,  640, 1, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 0},
     {"linear_splitk_fast_nt",            1, 196,  320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FAST, 0},
+    /* every (ta, tb) with leading dimensions and batch strides of whole
+     * float4s: the 3xTF32 tensor-core path of fp32 GEMMs on sm_80+ (the
+     * unaligned cases above decline it and run cuBLAS SGEMM) */
+    {"linear_3xtf32_nn_rowbias",         2,  96,   68, 132, 0, 0, 0, 0, 0, 0, 0, 2, RELU, 0, FP32, 0},
+    {"linear_3xtf32_tn_beta1_pad",       3,  68,   40, 200, 1, 0, 4, 4, 4, 0, 0, 1, NONE, 1, FP32, 0},
+    {"linear_3xtf32_tt_outproj_beta1",   4, 196,  320, 320, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0},
+    {"linear_3xtf32_nt_shared_a_K4100",  2,  36,   44, 4100, 0, 1, 0, 0, 0, 1, 0, 1, GELU, 0, FP32, 0},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
     {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
     {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
@@ -808,6 +817,17 @@ int main(int argc, char **argv)
 
     /* linear: fp32 atol 2e-6 sqrt(K) + 1e-6, rtol 1e-5; fast (TF32) atol
      * 1e-3 sqrt(K), rtol 5e-3. conv2d: atol 1e-6 sqrt(Cin k^2) + 1e-6, rtol 1e-5 */
+    run_gemm_cases();
+
+    /* the same GEMM cases with fp32 GEMMs on cuBLAS SGEMM instead of 3xTF32 */
+    vt->device_close(dev);
+    setenv("MVRT_CUDA_FP32_GEMM", "sgemm", 1);
+    if (vt->device_open(0, &dev) != MVRT_OK) {
+        fprintf(stderr, "FAIL: device_open(0) again: %s\n", tu_last_error);
+        return 1;
+    }
+    stream = vt->default_stream(dev);
+    gemm_mode = "sgemm";
     run_gemm_cases();
 
     /* the same GEMM cases on our own kernel (the HIP backend's path) */

@@ -1,0 +1,106 @@
+/* fp32 GEMMs through CUTLASS's 3xTF32 tensor-core kernels (contract and
+ * why: cuda_gemm_3xtf32.h).
+ *
+ * Layouts: the hook's row-major Y (M x N) = op(A) op(B). A stored M x K
+ * row-major is CUTLASS RowMajor; with ta it is stored K x M, i.e. M x K
+ * ColumnMajor. B stored K x N row-major is RowMajor; with tb it is stored
+ * N x K, i.e. K x N ColumnMajor. One instantiation per (ta, tb) and tile.
+ *
+ * Tiles were chosen on an H100 (CUDA 13, CUTLASS 4.2, fp32 NT/NN GEMMs of
+ * MambaVision-T at batch 256): 128x64x32, warps 64x32x32, 3 stages ran at
+ * 66-71 TFLOP/s; 128x128 and 256x128 tiles spilled (24-30 TFLOP/s); 64x64x32
+ * is the best for GEMMs with few tiles (batch 1: M 196, N 1280, K 320 in
+ * 9 us against 14 us for 128x64 and 16 us for cuBLAS SGEMM). */
+#include "cuda_gemm_3xtf32.h"
+
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+
+#ifdef MVRT_HAVE_CUTLASS
+#include "cutlass/epilogue/thread/linear_combination.h"
+#include "cutlass/gemm/device/gemm_universal.h"
+
+namespace {
+
+template <int TM, int TN, typename LayoutA, typename LayoutB>
+struct gemm_3xtf32 {
+    using Gemm = cutlass::gemm::device::GemmUniversal<
+        float, LayoutA, float, LayoutB, float, cutlass::layout::RowMajor, float, cutlass::arch::OpClassTensorOp,
+        cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, 32>, cutlass::gemm::GemmShape<TM / 2, TN / 2, 32>,
+        cutlass::gemm::GemmShape<16, 8, 8>, cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
+        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 4, 4,
+        cutlass::arch::OpMultiplyAddFastF32>;
+
+    /* DECLINED when CUTLASS cannot take the shape (alignment), else OK or
+     * FAILED. */
+    static int run(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+    {
+        typename Gemm::Arguments args(
+            g->batch > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
+            {(int)g->M, (int)g->N, (int)g->K}, (int)g->batch, {1.f, g->beta}, (const float *)g->A,
+            (const float *)g->B, g->Y, g->Y, g->sa, g->sb, g->sy, g->sy, g->lda, g->ldb, g->ldy, g->ldy);
+        Gemm op;
+        if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
+        /* no split-K: the kernels need no workspace */
+        if (Gemm::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
+        cutlass::Status st = op.initialize(args, nullptr, s);
+        if (st == cutlass::Status::kSuccess) st = op.run(s);
+        if (st != cutlass::Status::kSuccess) {
+            const cudaError_t e = cudaGetLastError();
+            snprintf(msg, msg_n, "3xTF32 GEMM (M %lld, N %lld, K %lld, batch %lld): %s (%s: %s)", (long long)g->M,
+                     (long long)g->N, (long long)g->K, (long long)g->batch, cutlassGetStatusString(st),
+                     cudaGetErrorName(e), cudaGetErrorString(e));
+            return MVRT_GPU_GEMM_FAILED;
+        }
+        return MVRT_GPU_GEMM_OK;
+    }
+};
+
+template <int TM, int TN>
+int run_tile(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+{
+    using R = cutlass::layout::RowMajor;
+    using C = cutlass::layout::ColumnMajor;
+    if (!g->ta && g->tb) return gemm_3xtf32<TM, TN, R, C>::run(s, g, msg, msg_n);
+    if (!g->ta) return gemm_3xtf32<TM, TN, R, R>::run(s, g, msg, msg_n);
+    if (g->tb) return gemm_3xtf32<TM, TN, C, C>::run(s, g, msg, msg_n);
+    return gemm_3xtf32<TM, TN, C, R>::run(s, g, msg, msg_n);
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+bool multiple_of_4(int64_t v) { return v % 4 == 0; }
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+} // namespace
+
+extern "C" int mvrt_cuda_gemm_3xtf32_built(void) { return 1; }
+
+extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, int sm_count, char *msg,
+                                     size_t msg_n)
+{
+    if (g->bf16_operands || g->y_bf16) return MVRT_GPU_GEMM_DECLINED;
+    if (!fits_int(g->M) || !fits_int(g->N) || !fits_int(g->K) || !fits_int(g->batch) || g->batch < 1)
+        return MVRT_GPU_GEMM_DECLINED;
+    /* 16-byte vector loads of every row (and of every batch item) */
+    if (!aligned16(g->A) || !aligned16(g->B) || !aligned16(g->Y) || !multiple_of_4(g->lda) ||
+        !multiple_of_4(g->ldb) || !multiple_of_4(g->ldy) || !multiple_of_4(g->sa) || !multiple_of_4(g->sb) ||
+        !multiple_of_4(g->sy) || g->lda < 1 || g->ldb < 1 || g->ldy < 1)
+        return MVRT_GPU_GEMM_DECLINED;
+    const int64_t tiles = ((g->M + 127) / 128) * ((g->N + 63) / 64) * g->batch;
+    if (sm_count > 0 && tiles < 2 * (int64_t)sm_count) return run_tile<64, 64>(s, g, msg, msg_n);
+    return run_tile<128, 64>(s, g, msg, msg_n);
+}
+
+#else /* no CUTLASS in this build: cuBLAS SGEMM serves every fp32 GEMM */
+
+extern "C" int mvrt_cuda_gemm_3xtf32_built(void) { return 0; }
+
+extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, int sm_count, char *msg,
+                                     size_t msg_n)
+{
+    (void)s, (void)g, (void)sm_count, (void)msg, (void)msg_n;
+    return MVRT_GPU_GEMM_DECLINED;
+}
+
+#endif
