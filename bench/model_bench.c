@@ -127,16 +127,31 @@ static void print_profile(mvrt_mr_t *mr)
             printf("  %6.2f TFLOP/s", fl / (ms * 1e9));
         printf("\n");
     }
-    for (int top = 0; top < 10 && (size_t)top < n; top++) {
-        size_t best = 0;
-        for (size_t i = 1; i < n; i++)
-            if (ops[i].ms > ops[best].ms)
-                best = i;
-        printf("    #%-3zu %-10s %-40s %8.3f ms", best, ops[best].op, ops[best].shape, ops[best].ms);
-        if (ops[best].flops > 0)
-            printf("  %6.2f TFLOP/s", ops[best].flops / (ops[best].ms * 1e9));
+    /* the costliest (op, shape) groups: equal layers of a stage add up */
+    for (int top = 0; top < 14; top++) {
+        size_t best = n;
+        double best_ms = 0, best_fl = 0;
+        int best_count = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (ops[i].ms < 0)
+                continue;
+            double ms = 0, fl = 0;
+            int count = 0;
+            for (size_t j = i; j < n; j++)
+                if (ops[j].ms >= 0 && !strcmp(ops[j].op, ops[i].op) && !strcmp(ops[j].shape, ops[i].shape))
+                    ms += ops[j].ms, fl += ops[j].flops, count++;
+            if (best == n || ms > best_ms)
+                best = i, best_ms = ms, best_fl = fl, best_count = count;
+        }
+        if (best == n)
+            break;
+        printf("    #%-3zu %-10s %-40s x%-3d %8.3f ms", best, ops[best].op, ops[best].shape, best_count, best_ms);
+        if (best_fl > 0)
+            printf("  %6.2f TFLOP/s", best_fl / (best_ms * 1e9));
         printf("\n");
-        ops[best].ms = -1;
+        for (size_t j = n; j-- > best;)
+            if (ops[j].ms >= 0 && !strcmp(ops[j].op, ops[best].op) && !strcmp(ops[j].shape, ops[best].shape))
+                ops[j].ms = -1;
     }
     free(ops);
 }

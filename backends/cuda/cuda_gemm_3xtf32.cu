@@ -6,11 +6,17 @@
  * ColumnMajor. B stored K x N row-major is RowMajor; with tb it is stored
  * N x K, i.e. K x N ColumnMajor. One instantiation per (ta, tb) and tile.
  *
- * Tiles were chosen on an H100 (CUDA 13, CUTLASS 4.2, fp32 NT/NN GEMMs of
- * MambaVision-T at batch 256): 128x64x32, warps 64x32x32, 3 stages ran at
- * 66-71 TFLOP/s; 128x128 and 256x128 tiles spilled (24-30 TFLOP/s); 64x64x32
- * is the best for GEMMs with few tiles (batch 1: M 196, N 1280, K 320 in
- * 9 us against 14 us for 128x64 and 16 us for cuBLAS SGEMM). */
+ * Tiles (K step 32, 3 stages, 4 warps each owning a (TM/2) x (TN/2)
+ * quarter, except 32-row tiles: 32 x (TN/4)) were chosen on an H100 (CUDA
+ * 13, CUTLASS 4.2; TFLOP/s; cuBLAS SGEMM for comparison):
+ *   NT 50176x1280x320 (fc1)    128x64 66  64x128 64  64x64 63  SGEMM 48
+ *   NT 50176x320x1280 (fc2)    128x64 71  64x128 60  64x64 67  SGEMM 41
+ *   NN 80x78400x720 (conv)     128x64 40  64x128 40  32x128 51  32x256 56  SGEMM 28
+ *   NN 160x40000x1440 (conv)   128x64 43  64x128 54  32x128 65  32x256 71  SGEMM 35
+ *   NN 320x12544x1440 (conv)   128x64 44  64x128 67  32x128 59  32x256 65  SGEMM 45
+ *   NT 196x1280x320 (batch 1)  128x64 10  64x64 14  32x128 17  SGEMM 5 (16 us)
+ *   NT 196x640x320 (batch 1)   128x64 6   64x64 9   32x128 9   SGEMM 5
+ * 128x128 and 256x128 tiles spilled (24-30 TFLOP/s on the fc shapes). */
 #include "cuda_gemm_3xtf32.h"
 
 #include <climits>
@@ -27,7 +33,8 @@ template <int TM, int TN, typename LayoutA, typename LayoutB>
 struct gemm_3xtf32 {
     using Gemm = cutlass::gemm::device::GemmUniversal<
         float, LayoutA, float, LayoutB, float, cutlass::layout::RowMajor, float, cutlass::arch::OpClassTensorOp,
-        cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, 32>, cutlass::gemm::GemmShape<TM / 2, TN / 2, 32>,
+        cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, 32>,
+        cutlass::gemm::GemmShape<(TM > 32 ? TM / 2 : 32), (TM > 32 ? TN / 2 : TN / 4), 32>,
         cutlass::gemm::GemmShape<16, 8, 8>, cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
         cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 4, 4,
         cutlass::arch::OpMultiplyAddFastF32>;
@@ -68,6 +75,20 @@ int run_tile(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
     return gemm_3xtf32<TM, TN, C, R>::run(s, g, msg, msg_n);
 }
 
+/* NN only (the convs' W . X_col and the per-sequence x_proj/dt_proj):
+ * wide-N tiles read B (row-major K x N) in long rows. */
+template <int TM, int TN>
+int run_tile_nn(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+{
+    using R = cutlass::layout::RowMajor;
+    return gemm_3xtf32<TM, TN, R, R>::run(s, g, msg, msg_n);
+}
+
+int64_t blocks_of(const mvrt_gpu_gemm_t *g, int tm, int tn)
+{
+    return ((g->M + tm - 1) / tm) * ((g->N + tn - 1) / tn) * g->batch;
+}
+
 bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 bool multiple_of_4(int64_t v) { return v % 4 == 0; }
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
@@ -87,8 +108,19 @@ extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, i
         !multiple_of_4(g->ldb) || !multiple_of_4(g->ldy) || !multiple_of_4(g->sa) || !multiple_of_4(g->sb) ||
         !multiple_of_4(g->sy) || g->lda < 1 || g->ldb < 1 || g->ldy < 1)
         return MVRT_GPU_GEMM_DECLINED;
-    const int64_t tiles = ((g->M + 127) / 128) * ((g->N + 63) / 64) * g->batch;
-    if (sm_count > 0 && tiles < 2 * (int64_t)sm_count) return run_tile<64, 64>(s, g, msg, msg_n);
+    /* Tile choice, from H100 measurements (the table in the file comment):
+     * fewer than two waves of the large tile -> 64x64 (more blocks; 32x128
+     * measured the same on single GEMMs but made MambaVision-T batch 1
+     * 7 % slower); NN with M <= 192 (conv output channels 80, 160) ->
+     * 32x256 (less padding of M: 56-71 TFLOP/s against 40-43 for 128x64);
+     * other NN -> 64x128; every other layout -> 128x64. */
+    const int64_t two_waves = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
+    if (!g->ta && !g->tb) {
+        if (g->M <= 192 && blocks_of(g, 32, 256) >= two_waves) return run_tile_nn<32, 256>(s, g, msg, msg_n);
+        if (g->M > 192 && blocks_of(g, 64, 128) >= two_waves) return run_tile_nn<64, 128>(s, g, msg, msg_n);
+        return run_tile<64, 64>(s, g, msg, msg_n);
+    }
+    if (blocks_of(g, 128, 64) < two_waves) return run_tile<64, 64>(s, g, msg, msg_n);
     return run_tile<128, 64>(s, g, msg, msg_n);
 }
 

@@ -20,8 +20,8 @@
  * leading dimensions, batch strides or pointers not multiples of 4 floats,
  * a device below sm_80, a build without CUTLASS): the caller then uses
  * cuBLAS SGEMM; or MVRT_GPU_GEMM_FAILED with a message in msg. Thread-safe
- * (no shared state). `sm_count` picks the tile: 128x64 when that gives at
- * least two waves of blocks, else 64x64. */
+ * (no shared state). `sm_count` enters the tile choice (fewer than two
+ * waves of blocks take a smaller tile; the table in the .cu). */
 #ifndef MVRT_BACKENDS_CUDA_GEMM_3XTF32_H
 #define MVRT_BACKENDS_CUDA_GEMM_3XTF32_H
 
