@@ -25,28 +25,35 @@
 
 #ifdef MVRT_HAVE_CUTLASS
 #include "cutlass/epilogue/thread/linear_combination.h"
+#include "cutlass/epilogue/thread/linear_combination_gelu.h"
 #include "cutlass/gemm/device/gemm_universal.h"
 
 namespace {
 
-template <int TM, int TN, typename LayoutA, typename LayoutB>
+using epi_linear = cutlass::epilogue::thread::LinearCombination<float, 4, float, float>;
+using epi_gelu = cutlass::epilogue::thread::LinearCombinationGELU<float, 4, float, float>;
+
+/* D = epi(alpha * op(A) op(B) + beta * C): C is Y (beta 0 or 1), or, for a
+ * fused bias, the bias vector read as a row-major matrix with leading
+ * dimension 0 (every row of C is the bias) and beta 1. */
+template <int TM, int TN, typename LayoutA, typename LayoutB, typename Epi = epi_linear>
 struct gemm_3xtf32 {
     using Gemm = cutlass::gemm::device::GemmUniversal<
         float, LayoutA, float, LayoutB, float, cutlass::layout::RowMajor, float, cutlass::arch::OpClassTensorOp,
         cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, 32>,
         cutlass::gemm::GemmShape<(TM > 32 ? TM / 2 : 32), (TM > 32 ? TN / 2 : TN / 4), 32>,
-        cutlass::gemm::GemmShape<16, 8, 8>, cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
-        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 4, 4,
+        cutlass::gemm::GemmShape<16, 8, 8>, Epi, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 4, 4,
         cutlass::arch::OpMultiplyAddFastF32>;
 
     /* DECLINED when CUTLASS cannot take the shape (alignment), else OK or
      * FAILED. */
-    static int run(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+    static int run(cudaStream_t s, const mvrt_gpu_gemm_t *g, const float *C, int64_t ldc, float beta, char *msg,
+                   size_t msg_n)
     {
         typename Gemm::Arguments args(
             g->batch > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
-            {(int)g->M, (int)g->N, (int)g->K}, (int)g->batch, {1.f, g->beta}, (const float *)g->A,
-            (const float *)g->B, g->Y, g->Y, g->sa, g->sb, g->sy, g->sy, g->lda, g->ldb, g->ldy, g->ldy);
+            {(int)g->M, (int)g->N, (int)g->K}, (int)g->batch, {1.f, beta}, (const float *)g->A,
+            (const float *)g->B, C, g->Y, g->sa, g->sb, C == g->Y ? g->sy : 0, g->sy, g->lda, g->ldb, ldc, g->ldy);
         Gemm op;
         if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
         /* no split-K: the kernels need no workspace */
@@ -62,7 +69,28 @@ struct gemm_3xtf32 {
         }
         return MVRT_GPU_GEMM_OK;
     }
+    static int run(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+    {
+        return run(s, g, g->Y, g->ldy, g->beta, msg, msg_n);
+    }
 };
+
+/* The dense linears (NT, batch 1, beta 0) with their bias per column and
+ * GELU or no activation in the GEMM's epilogue: saves the epilogue kernel's
+ * pass over Y (fc1 of MambaVision-T stage 3 at batch 256: 0.18 ms of
+ * 0.82). Returns FUSED, DECLINED or FAILED. */
+template <int TM, int TN>
+int run_fused_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+{
+    using R = cutlass::layout::RowMajor;
+    using C = cutlass::layout::ColumnMajor;
+    const float *bias = g->epi_bias ? g->epi_bias : g->Y;
+    const float beta = g->epi_bias ? 1.f : 0.f;
+    const int rc = g->epi_act == MVRT_ACT_GELU_ERF
+                       ? gemm_3xtf32<TM, TN, R, C, epi_gelu>::run(s, g, bias, 0, beta, msg, msg_n)
+                       : gemm_3xtf32<TM, TN, R, C>::run(s, g, bias, 0, beta, msg, msg_n);
+    return rc == MVRT_GPU_GEMM_OK ? MVRT_GPU_GEMM_FUSED : rc;
+}
 
 template <int TM, int TN>
 int run_tile(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
@@ -108,10 +136,14 @@ extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, i
         !multiple_of_4(g->ldb) || !multiple_of_4(g->ldy) || !multiple_of_4(g->sa) || !multiple_of_4(g->sb) ||
         !multiple_of_4(g->sy) || g->lda < 1 || g->ldb < 1 || g->ldy < 1)
         return MVRT_GPU_GEMM_DECLINED;
+    /* a fused bias/GELU: NT, batch 1, beta 0, a 16-byte aligned bias */
+    const bool fuse = (g->epi_bias || g->epi_act != MVRT_ACT_NONE) && !g->ta && g->tb && g->batch == 1 &&
+                      g->beta == 0.f && (g->epi_act == MVRT_ACT_NONE || g->epi_act == MVRT_ACT_GELU_ERF) &&
+                      (!g->epi_bias || aligned16(g->epi_bias));
     /* Tile choice, from H100 measurements (the table in the file comment):
      * fewer than two waves of the large tile -> 64x64 (more blocks; 32x128
-     * measured the same on single GEMMs but made MambaVision-T batch 1
-     * 7 % slower); NN with M <= 192 (conv output channels 80, 160) ->
+     * measured within 5 % of it either way on the batch-1 GEMMs); NN with
+     * M <= 192 (conv output channels 80, 160) ->
      * 32x256 (less padding of M: 56-71 TFLOP/s against 40-43 for 128x64);
      * other NN -> 64x128; every other layout -> 128x64. */
     const int64_t two_waves = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
@@ -120,8 +152,12 @@ extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, i
         if (g->M > 192 && blocks_of(g, 64, 128) >= two_waves) return run_tile_nn<64, 128>(s, g, msg, msg_n);
         return run_tile<64, 64>(s, g, msg, msg_n);
     }
-    if (blocks_of(g, 128, 64) < two_waves) return run_tile<64, 64>(s, g, msg, msg_n);
-    return run_tile<128, 64>(s, g, msg, msg_n);
+    const bool small = blocks_of(g, 128, 64) < two_waves;
+    if (fuse) {
+        const int rc = small ? run_fused_nt<64, 64>(s, g, msg, msg_n) : run_fused_nt<128, 64>(s, g, msg, msg_n);
+        if (rc != MVRT_GPU_GEMM_DECLINED) return rc;
+    }
+    return small ? run_tile<64, 64>(s, g, msg, msg_n) : run_tile<128, 64>(s, g, msg, msg_n);
 }
 
 #else /* no CUTLASS in this build: cuBLAS SGEMM serves every fp32 GEMM */

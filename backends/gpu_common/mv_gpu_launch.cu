@@ -70,7 +70,7 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_OP_OK;
     if (ctx->gemm && g.K > 0) {
         const int S = partials ? gemm_splits(g.batch, g.M, g.N, g.K, ctx) : 1;
-        mvrt_gpu_gemm_t v;
+        mvrt_gpu_gemm_t v = {};
         v.batch = g.batch; v.M = g.M; v.N = g.N; v.K = g.K;
         v.A = g.A; v.lda = g.lda; v.sa = g.sa; v.ta = g.ta;
         v.B = g.B; v.ldb = g.ldb; v.sb = g.sb; v.tb = g.tb;
@@ -79,6 +79,14 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
         v.math = math;
         v.bf16_operands = 0;
         v.y_bf16 = 0;
+        /* bias per column and GELU/none may be fused into the GEMM (the
+         * CUDA backend's 3xTF32 kernels do) */
+        const bool fusable = S == 1 && g.batch == 1 && g.beta == 0.f && !g.R && !g.y16 &&
+                             (!g.bias || !g.bias_per_row) && (g.act == MVRT_ACT_NONE || g.act == MVRT_ACT_GELU_ERF);
+        if (fusable) {
+            v.epi_bias = g.bias;
+            v.epi_act = g.act;
+        }
         if (S > 1) {
             /* slice k of K: columns [k*Ks, (k+1)*Ks) of op(A), rows of op(B) */
             const int64_t Ks = g.K / S;
@@ -89,6 +97,7 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
             v.beta = 0.f;
         }
         const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
+        if (rc == MVRT_GPU_GEMM_FUSED) return MVRT_GPU_OP_OK;
         if (rc == MVRT_GPU_GEMM_OK) {
             const gpuError_t e = S > 1 ? launch_splitk_epilogue(g, partials, S, s) : launch_epilogue(g, s);
             if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
@@ -150,7 +159,7 @@ int run_linear_bf16(gemm_args &g, const mvrt_linear_params_t &p, void *scratch, 
     if (!p.a_bf16) e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
     if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
-    mvrt_gpu_gemm_t v;
+    mvrt_gpu_gemm_t v = {};
     v.batch = g.batch; v.M = g.M; v.N = g.N; v.K = g.K;
     v.A = a16; v.ta = g.ta;
     if (p.a_bf16) { v.lda = p.lda; v.sa = p.batch_stride_a; }
@@ -293,7 +302,7 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         if (c.bf16) {
             /* T = W16 . X_col16 on the vendor GEMM (sizes are bounded by
              * the chunk cap, far below its int limits) */
-            mvrt_gpu_gemm_t v;
+            mvrt_gpu_gemm_t v = {};
             v.batch = 1; v.M = p.out_channels; v.N = nb * c.nsp; v.K = c.kdim;
             v.A = w16; v.lda = c.kdim; v.sa = 0; v.ta = 0;
             v.B = scratch; v.ldb = nb * c.nsp; v.sb = 0; v.tb = 0;

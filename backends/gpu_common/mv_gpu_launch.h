@@ -29,13 +29,20 @@ typedef struct mvrt_gpu_gemm {
     int math;   /* mvrt_math_mode_t */
     int bf16_operands; /* A and B hold bf16 bits (uint16), not floats */
     int y_bf16;        /* Y holds bf16 bits (with bf16_operands only); else fp32 */
+    /* An epilogue the hook may fuse (set only with batch 1, beta 0, fp32):
+     * Y = epi_act(op(A) op(B) + epi_bias[col]). A hook that applies it
+     * returns MVRT_GPU_GEMM_FUSED; one that returns MVRT_GPU_GEMM_OK left Y
+     * = op(A) op(B) and the caller applies them. */
+    const float *epi_bias; /* per column (N entries) or NULL */
+    int epi_act;           /* mvrt_activation_t */
 } mvrt_gpu_gemm_t;
 
 /* A vendor BLAS GEMM behind a hook (the CUDA backend's cuBLAS,
  * backends/cuda/cuda_blas.h). Returns MVRT_GPU_GEMM_OK when queued,
+ * MVRT_GPU_GEMM_FUSED when queued with epi_bias/epi_act applied,
  * MVRT_GPU_GEMM_DECLINED when it cannot take these sizes (our own kernel
  * runs instead), or MVRT_GPU_GEMM_FAILED with a message in msg. */
-enum { MVRT_GPU_GEMM_OK = 0, MVRT_GPU_GEMM_DECLINED = 1, MVRT_GPU_GEMM_FAILED = 2 };
+enum { MVRT_GPU_GEMM_OK = 0, MVRT_GPU_GEMM_DECLINED = 1, MVRT_GPU_GEMM_FAILED = 2, MVRT_GPU_GEMM_FUSED = 3 };
 typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n);
 
 /* What the launchers need to know of the device. */

@@ -688,6 +688,10 @@ static const lcase_t linear_cases[] = {
     {"linear_3xtf32_nn_rowbias",         2,  96,   68, 132, 0, 0, 0, 0, 0, 0, 0, 2, RELU, 0, FP32, 0},
     {"linear_3xtf32_tn_beta1_pad",       3,  68,   40, 200, 1, 0, 4, 4, 4, 0, 0, 1, NONE, 1, FP32, 0},
     {"linear_3xtf32_tt_outproj_beta1",   4, 196,  320, 320, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0},
+    /* NT, batch 1, beta 0 with a per-column bias and GELU (erf) or none:
+     * fused into the 3xTF32 GEMM's epilogue (also fc1 and the head above) */
+    {"linear_3xtf32_nt_gelu_nobias",     1,  68,   36,  96, 0, 1, 0, 0, 0, 0, 0, 0, GELU, 0, FP32, 0},
+    {"linear_3xtf32_nt_bias_pad",        1, 132,   72, 200, 0, 1, 4, 4, 8, 0, 0, 1, NONE, 0, FP32, 0},
     {"linear_3xtf32_nn_M320_wide",       1, 320, 12544, 1440, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 64},
     {"linear_3xtf32_nt_shared_a_K4100",  2,  36,   44, 4100, 0, 1, 0, 0, 0, 1, 0, 1, GELU, 0, FP32, 0},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
