@@ -737,6 +737,21 @@ static void run_gemm_cases(void)
     case_graph();
 }
 
+/* Closes and reopens device 0 so that GEMM knobs set in the environment
+ * (read when a device opens) take effect; `mode` names the pass in the
+ * output. 0 or -1 (message printed). */
+static int reopen_device(const char *mode)
+{
+    vt->device_close(dev);
+    if (vt->device_open(0, &dev) != MVRT_OK) {
+        fprintf(stderr, "FAIL: device_open(0) again: %s\n", tu_last_error);
+        return -1;
+    }
+    stream = vt->default_stream(dev);
+    gemm_mode = mode;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN [filter]\n", argv[0]); return 2; }
@@ -825,26 +840,14 @@ int main(int argc, char **argv)
     run_gemm_cases();
 
     /* the same GEMM cases with fp32 GEMMs on cuBLAS SGEMM instead of 3xTF32 */
-    vt->device_close(dev);
     setenv("MVRT_CUDA_FP32_GEMM", "sgemm", 1);
-    if (vt->device_open(0, &dev) != MVRT_OK) {
-        fprintf(stderr, "FAIL: device_open(0) again: %s\n", tu_last_error);
-        return 1;
-    }
-    stream = vt->default_stream(dev);
-    gemm_mode = "sgemm";
+    if (reopen_device("sgemm") != 0) return 1;
     run_gemm_cases();
 
     /* the same GEMM cases on our own kernel (the HIP backend's path) */
-    vt->device_close(dev);
     setenv("MVRT_CUDA_GEMM", "builtin", 1);
     setenv("MVRT_HIP_GEMM", "builtin", 1);
-    if (vt->device_open(0, &dev) != MVRT_OK) {
-        fprintf(stderr, "FAIL: device_open(0) again: %s\n", tu_last_error);
-        return 1;
-    }
-    stream = vt->default_stream(dev);
-    gemm_mode = "builtin";
+    if (reopen_device("builtin") != 0) return 1;
     run_gemm_cases();
     vt->device_close(dev);
 
