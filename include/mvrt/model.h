@@ -113,7 +113,9 @@ typedef struct mvrt_graph_options {
     int64_t batch;        /* images (NETWORK, STAGE) or sequences (blocks) */
     int64_t height, width;/* NETWORK, STAGE: input spatial size */
     int64_t tokens;       /* blocks: tokens per sequence L */
-    int math;             /* 0: exact fp32 (matches PyTorch, TF32 off); 1: fast, TF32 GEMMs and convs on
+    int math;             /* 0: fp32 accuracy (matches PyTorch with TF32 off; on CUDA sm_80+ the GEMMs
+                             and convs run as 3xTF32 on tensor cores, error at or below SGEMM's;
+                             MVRT_CUDA_FP32_GEMM=sgemm forces SGEMM); 1: fast, TF32 GEMMs and convs on
                              CUDA; 2: fast, bf16 GEMM and conv operands with fp32 accumulation on CUDA
                              (as PyTorch autocast), attention on bf16 tensor cores (sm_80+), and the
                              activations that only a GEMM reads (LayerNorm outputs, MLP hidden) stored
