@@ -186,6 +186,12 @@ void mvrt_cuda_blas_destroy(void *blas)
     free(b);
 }
 
+int mvrt_cuda_blas_uses_3xtf32(const void *blas)
+{
+    const mvrt_cuda_blas_t *b = blas;
+    return b && b->fp32_3xtf32;
+}
+
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)

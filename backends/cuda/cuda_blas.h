@@ -27,6 +27,9 @@ extern "C" {
 int mvrt_cuda_blas_create(void **out_blas, char *msg, size_t msg_n);
 /* Releases it (the device must be current); NULL is a no-op. */
 void mvrt_cuda_blas_destroy(void *blas);
+/* 1 when this handle's fp32 GEMMs go to the 3xTF32 kernels (then the
+ * backend also runs fp32 convs as 3xTF32 implicit GEMMs). */
+int mvrt_cuda_blas_uses_3xtf32(const void *blas);
 /* The mvrt_gpu_gemm_fn hook. Thread-safe. */
 int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n);
 

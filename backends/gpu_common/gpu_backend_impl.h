@@ -45,6 +45,7 @@
 #include "mv_gpu_launch.h"
 #if defined(MVRT_GPU_HOST_CUDA)
 #include "../cuda/cuda_blas.h"
+#include "../cuda/cuda_conv_3xtf32.h"
 #endif
 
 static const mvrt_host_api_t *mvrt_gpu_host;
@@ -78,6 +79,8 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
 {
     d->opctx.blas = NULL;
     d->opctx.gemm = NULL;
+    d->opctx.conv = NULL;
+    d->opctx.conv_scratch = NULL;
     const char *env = getenv(MVRT_GPU_ENV_PREFIX "GEMM");
     if (env && strcmp(env, "builtin") == 0) return;
 #if defined(MVRT_GPU_HOST_CUDA)
@@ -87,6 +90,13 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
     if (mvrt_cuda_blas_create(&blas, msg, sizeof msg) == 0) {
         d->opctx.blas = blas;
         d->opctx.gemm = mvrt_cuda_blas_gemm;
+        /* fp32 convs as implicit GEMMs on 3xTF32 where fp32 GEMMs run there
+         * (MVRT_CUDA_CONV=im2col keeps im2col + GEMM) */
+        const char *conv = getenv("MVRT_CUDA_CONV");
+        if (mvrt_cuda_blas_uses_3xtf32(blas) && !(conv && strcmp(conv, "im2col") == 0)) {
+            d->opctx.conv = mvrt_cuda_conv_3xtf32;
+            d->opctx.conv_scratch = mvrt_cuda_conv_3xtf32_scratch;
+        }
     }
 #endif
 }
@@ -98,6 +108,8 @@ static void mvrt_gpu_blas_close(mvrt_gpu_device_t *d)
 #endif
     d->opctx.blas = NULL;
     d->opctx.gemm = NULL;
+    d->opctx.conv = NULL;
+    d->opctx.conv_scratch = NULL;
 }
 
 /* Maps a vendor error to a status and records "what: <error name>: text".

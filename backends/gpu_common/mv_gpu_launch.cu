@@ -265,6 +265,12 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     const conv2d_plan c = make_conv2d_plan(p, use_bf16(p.math, ctx));
     const int math = p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math; /* of fp32 GEMMs */
     if (p.batch <= 0 || p.out_channels <= 0 || c.nsp <= 0) return MVRT_GPU_OP_OK;
+    /* the vendor's whole-op conv where it takes p (CUDA: implicit GEMM) */
+    if (ctx->conv && scratch && ctx->conv_scratch(&p) > 0) {
+        const int rc = ctx->conv(s, &p, scratch, msg, msg_n);
+        if (rc == MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_OK;
+        if (rc != MVRT_GPU_GEMM_DECLINED) return MVRT_GPU_OP_BLAS;
+    }
     if (c.scratch > 0 && !scratch) return MVRT_GPU_OP_NO_SCRATCH;
     const int64_t in_img = p.in_channels * p.in_h * p.in_w;
     const int64_t out_img = p.out_channels * c.nsp;
@@ -349,7 +355,10 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
     if (p->kind == MVRT_OP_CONV2D) {
         const conv2d_plan c = make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx));
         const int64_t split = conv_splitk_bytes(p->u.conv2d, c, ctx);
-        return (size_t)(split > 0 ? conv_splitk_offset(c) + split : c.scratch);
+        const int64_t own = split > 0 ? conv_splitk_offset(c) + split : c.scratch;
+        /* room for either path: the vendor conv may decline at run time */
+        const int64_t vendor = ctx->conv ? ctx->conv_scratch(&p->u.conv2d) : 0;
+        return (size_t)(vendor > own ? vendor : own);
     }
     if (p->kind == MVRT_OP_LINEAR) {
         const mvrt_linear_params_t &l = p->u.linear;

@@ -25,25 +25,10 @@
 
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
+#include "../common/gpu_activation.cuh"
 #include <stdint.h>
 
 namespace mvrt_mv_gpu {
-
-/* The activations of mv_op_params.h in fp32 (accurate libm versions: the
- * references use erf / tanh / exp in double). */
-static __device__ __forceinline__ float act_apply(int act, float x)
-{
-    switch (act) {
-    case MVRT_ACT_RELU: return x > 0.f ? x : 0.f;
-    case MVRT_ACT_GELU_ERF: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-    case MVRT_ACT_GELU_TANH: {
-        const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-        return 0.5f * x * (1.f + tanhf(u));
-    }
-    case MVRT_ACT_SILU: return x / (1.f + expf(-x));
-    default: return x;
-    }
-}
 
 /* A batched GEMM with epilogue, row-major (the linear's contract plus a
  * residual R with its own leading dimension and batch stride). */

@@ -710,6 +710,13 @@ static const ccase_t conv_cases[] = {
     {"conv2d_1x1_s2",                2,   6,   8,   7,   5, 1, 2, 0, 1, 0, NONE, 0, 0},
     {"conv2d_5x5_p2",                1,   4,   6,   6,   3, 5, 1, 2, 1, 0, SILU, 0, 0},
     {"conv2d_3x3_nopad",             3,   2,   4,   4,   2, 3, 1, 0, 0, 1, NONE, 0, 0},
+    /* channels in and out multiples of 4: the CUDA backend's implicit-GEMM
+     * conv on 3xTF32 (fp32 math); the cases above with odd channel counts
+     * decline it and run im2col + GEMM */
+    {"conv2d_implicit_5x5_s2_res_silu",  3,   8,  13,  11,  12, 5, 2, 2, 1, 1, SILU, 0, 0},
+    {"conv2d_implicit_3x3_nopad_relu",   2,   4,   9,   9,   4, 3, 1, 0, 0, 0, RELU, 0, 0},
+    {"conv2d_implicit_1x1_s2",           2,   8,   8,   7,   8, 1, 2, 0, 1, 0, NONE, 0, 0},
+    {"conv2d_implicit_3x3_c64_b5_gelu",  5,  64,  14,  14, 128, 3, 1, 1, 1, 1, GELU, 0, 0},
     {"conv2d_mv_56x56x80_s1_b64",   64,  80,  56,  56,  80, 3, 1, 1, 1, 1, GELUT, 1, 0},
     {"conv2d_mv_56x56x80_s2_b16",   16,  80,  56,  56, 160, 3, 2, 1, 0, 0, NONE, 1, 0},
     {"conv2d_mv_28x28x160_b40_res", 40, 160,  28,  28, 160, 3, 1, 1, 1, 1, NONE, 1, 0},

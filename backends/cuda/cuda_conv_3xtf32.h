@@ -1,0 +1,37 @@
+/* conv2d with fp32 accuracy as CUTLASS's implicit-GEMM convolution on 3xTF32
+ * tensor cores, for the CUDA backend (the conv hook of
+ * backends/gpu_common/mv_gpu_launch.h). Built with the CUTLASS headers for
+ * the sm_80+ targets (as cuda_gemm_3xtf32.h); without them every call
+ * declines and the shared im2col path runs.
+ *
+ * mvrt_cuda_conv_3xtf32_scratch: bytes of scratch the conv needs for p, or
+ * 0 when it will decline p (math other than fp32, fewer than 8192 output
+ * positions per op unless MVRT_CUDA_CONV=implicit, input or output channels
+ * not multiples of 4, a 1x1 stride-1 unpadded conv that the shared path runs
+ * as a plain GEMM). A pure function of the sizes (and the knob, read once).
+ *
+ * mvrt_cuda_conv_3xtf32: the whole op y = act(conv(x, w) + bias) + residual
+ * (NCHW, mvrt_conv2d_params_t) queued on `s` in chunks of images: x to NHWC,
+ * the convolution into NHWC, then NCHW with the epilogue. `scratch`: at
+ * least the bytes above. Allocates nothing, does not synchronize (legal
+ * during graph capture). Returns MVRT_GPU_GEMM_OK, MVRT_GPU_GEMM_DECLINED
+ * (before writing y: the caller runs the im2col path) or
+ * MVRT_GPU_GEMM_FAILED with a message in msg. Thread-safe. */
+#ifndef MVRT_BACKENDS_CUDA_CONV_3XTF32_H
+#define MVRT_BACKENDS_CUDA_CONV_3XTF32_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../gpu_common/mv_gpu_launch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p);
+int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
