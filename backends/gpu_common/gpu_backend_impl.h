@@ -240,8 +240,15 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     d->opctx.sm_count = d->prop.multiProcessorCount;
 #ifdef MVRT_GPU_HOST_CUDA
     d->opctx.mma_bf16 = d->prop.major >= 8;
+    {
+        /* MVRT_CUDA_FP32_ATTENTION=simt keeps fp32 attention on the fp32
+         * SIMT kernel (tests compare both; no accuracy reason to) */
+        const char *att = getenv("MVRT_CUDA_FP32_ATTENTION");
+        d->opctx.mma_tf32x3 = d->prop.major >= 8 && !(att && strcmp(att, "simt") == 0);
+    }
 #else
     d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
+    d->opctx.mma_tf32x3 = 0;
 #endif
     mvrt_gpu_blas_open(d);
     {

@@ -251,7 +251,7 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
 int64_t conv_splitk_offset(const conv2d_plan &c) { return align256(c.scratch); }
 int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (c.bf16 || p.batch <= 0 || c.nsp <= 0) return 0;
+    if (c.bf16 || c.smallk || p.batch <= 0 || c.nsp <= 0) return 0;
     if (c.direct) return splitk_bytes(p.batch, p.out_channels, c.nsp, c.kdim, ctx);
     const int64_t nb = p.batch < c.chunk ? p.batch : c.chunk, last = p.batch % nb;
     const int64_t full = splitk_bytes(1, p.out_channels, nb * c.nsp, c.kdim, ctx);
@@ -265,6 +265,11 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     const conv2d_plan c = make_conv2d_plan(p, use_bf16(p.math, ctx));
     const int math = p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math; /* of fp32 GEMMs */
     if (p.batch <= 0 || p.out_channels <= 0 || c.nsp <= 0) return MVRT_GPU_OP_OK;
+    if (c.smallk) {
+        const gpuError_t e = launch_conv_smallk(p, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        return MVRT_GPU_OP_OK;
+    }
     /* the vendor's whole-op conv where it takes p (CUDA: implicit GEMM) */
     if (ctx->conv && scratch && ctx->conv_scratch(&p) > 0) {
         const int rc = ctx->conv(s, &p, scratch, msg, msg_n);
@@ -354,6 +359,7 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
 {
     if (p->kind == MVRT_OP_CONV2D) {
         const conv2d_plan c = make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx));
+        if (c.smallk) return 0; /* conv_smallk_kernel needs none */
         const int64_t split = conv_splitk_bytes(p->u.conv2d, c, ctx);
         const int64_t own = split > 0 ? conv_splitk_offset(c) + split : c.scratch;
         /* room for either path: the vendor conv may decline at run time */
@@ -381,7 +387,7 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, s); break;
-    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma_bf16 != 0, s); break;
+    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma_bf16 != 0, ctx->mma_tf32x3 != 0, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_WINDOW_PARTITION: e = launch_window(p->u.window, false, s); break;
     case MVRT_OP_WINDOW_REVERSE: e = launch_window(p->u.window, true, s); break;

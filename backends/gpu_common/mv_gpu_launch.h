@@ -50,6 +50,7 @@ typedef struct mvrt_gpu_op_ctx {
     int warp_size;          /* the device's warp width (32 or 64) */
     int sm_count;           /* multiprocessors: sizes the split-K of small GEMMs */
     int mma_bf16;           /* NVIDIA sm_80+: the bf16 tensor-core attention kernel runs */
+    int mma_tf32x3;         /* NVIDIA sm_80+: fp32 attention runs on 3xTF32 tensor cores */
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
     /* A vendor conv2d for whole ops (CUDA: backends/cuda/cuda_conv_3xtf32.h);

@@ -445,6 +445,223 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #endif
 }
 
+/* ---- fp32 tensor-core path (MVRT_MATH_FP32 / FAST, NVIDIA sm_80+) ----
+ * The same flash-attention structure as attention_mma_kernel (4 warps of 16
+ * queries per block of 64, key tiles of 64, online softmax in fp32
+ * registers), with both products on mma.sync m16n8k8 TF32 as 3xTF32: every
+ * operand x is split into big = tf32(x) and small = tf32(x - big), and
+ * a.b is accumulated as small_a big_b + big_a small_b + big_a big_b in fp32,
+ * which keeps about fp32's accuracy (the dropped small_a small_b term is
+ * ~2^-22 relative). Q, K and V are staged as fp32 rows of DP + 4 floats
+ * (DP = head_dim rounded up to 8; the stride is 4 mod 8 words, so the
+ * fragment loads of a warp hit 32 distinct banks) and split when loaded
+ * into fragments; Q's staging reuses K's buffer. For O += P V the keys of
+ * each block of 8 are taken in the order 0,2,4,6,1,3,5,7: then the score
+ * accumulator a lane holds (keys 2c, 2c + 1 of rows g, g + 8) is exactly
+ * its A fragment, and the lane loads V rows 2c and 2c + 1 for its B
+ * fragment (the sum over keys does not depend on their order). Fragment
+ * layouts of the PTX ISA for mma.m16n8k8.row.col tf32: lane = 4 g + c
+ * holds A (g, c), (g + 8, c), (g, c + 4), (g + 8, c + 4); B (k = c, n = g),
+ * (c + 4, g); C as in m16n8k16. */
+#define MVRT_ATT_TF_TQ 64 /* queries per block: 4 warps of 16 */
+#define MVRT_ATT_TF_TK 64 /* keys per staged tile */
+#ifdef MVRT_ATT_MMA_DEVICE
+static __device__ __forceinline__ void att_split_tf32(float x, uint32_t &big, uint32_t &small)
+{
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x));
+    const float rest = x - __uint_as_float(big); /* exact */
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(small) : "f"(rest));
+}
+static __device__ __forceinline__ void att_mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* c += a.b as 3xTF32 (the small products first) */
+static __device__ __forceinline__ void att_mma_3xtf32(float (&c)[4], const uint32_t (&ab)[4], const uint32_t (&as)[4],
+                                                      float b0, float b1)
+{
+    uint32_t bb0, bs0, bb1, bs1;
+    att_split_tf32(b0, bb0, bs0);
+    att_split_tf32(b1, bb1, bs1);
+    att_mma_tf32(c, as, bb0, bb1);
+    att_mma_tf32(c, ab, bs0, bs1);
+    att_mma_tf32(c, ab, bb0, bb1);
+}
+#endif
+
+template <int DP>
+__global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel(mvrt_attention_params_t p, bool vec4)
+{
+#ifdef MVRT_ATT_MMA_DEVICE
+    constexpr int TQ = MVRT_ATT_TF_TQ, TK = MVRT_ATT_TF_TK, KB = 32; /* KB: keys per softmax step */
+    constexpr int S = DP + 4;  /* row stride in floats (a multiple of 4: float4 stores) */
+    constexpr int C4 = DP / 4; /* float4 chunks of a row */
+    static_assert(TQ == TK, "Q is staged in K's buffer");
+    __shared__ __align__(16) float Ks[TK * S]; /* K tile, or the Q tile */
+    __shared__ __align__(16) float Vs[TK * S];
+
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, c = lane & 3;
+    const int d = p.head_dim;
+    const int64_t L = p.length;
+    const int64_t C = (int64_t)p.heads * d, ld = 3 * C;
+    const int h = blockIdx.y;
+    const int64_t q0 = (int64_t)blockIdx.x * TQ;
+    const float qscale = p.scale * MVRT_ATT_LOG2E;
+    const bool warp_rows = q0 + warp * 16 < L; /* this warp has a query */
+
+    for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
+        const float *base = p.qkv + b * L * ld + (int64_t)h * d;
+        /* ---- Q tile (scaled) -> shared memory -> split A fragments */
+        {
+            constexpr int PER = TQ * C4 / 128;
+            float4 v[PER];
+#pragma unroll
+            for (int u = 0; u < PER; u++) {
+                const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
+                v[u] = q0 + r < L ? att_load4(base + (q0 + r) * ld, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll
+            for (int u = 0; u < PER; u++) {
+                const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
+                reinterpret_cast<float4 *>(Ks + r * S)[k4] =
+                    make_float4(v[u].x * qscale, v[u].y * qscale, v[u].z * qscale, v[u].w * qscale);
+            }
+        }
+        __syncthreads();
+        uint32_t qb[DP / 8][4], qs[DP / 8][4];
+#pragma unroll
+        for (int kk = 0; kk < DP / 8; kk++) {
+            const float *r0 = Ks + (warp * 16 + g) * S + kk * 8 + c, *r1 = r0 + 8 * S;
+            att_split_tf32(r0[0], qb[kk][0], qs[kk][0]);
+            att_split_tf32(r1[0], qb[kk][1], qs[kk][1]);
+            att_split_tf32(r0[4], qb[kk][2], qs[kk][2]);
+            att_split_tf32(r1[4], qb[kk][3], qs[kk][3]);
+        }
+        float o[DP / 8][4];
+#pragma unroll
+        for (int j = 0; j < DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+        float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f; /* rows g and g + 8 */
+
+        for (int64_t kt0 = 0; kt0 < L; kt0 += TK) {
+            __syncthreads(); /* the previous tile (and Q's staging) is consumed */
+            {
+                constexpr int PK = TK * C4 / 128;
+                float4 kv[PK], vv[PK];
+#pragma unroll
+                for (int u = 0; u < PK; u++) {
+                    const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
+                    const bool in = kt0 + j < L;
+                    kv[u] = in ? att_load4(base + (kt0 + j) * ld + C, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    vv[u] = in ? att_load4(base + (kt0 + j) * ld + 2 * C, k4, d, vec4)
+                               : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int u = 0; u < PK; u++) {
+                    const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
+                    reinterpret_cast<float4 *>(Ks + j * S)[k4] = kv[u];
+                    reinterpret_cast<float4 *>(Vs + j * S)[k4] = vv[u];
+                }
+            }
+            __syncthreads();
+            if (!warp_rows) continue;
+            /* ---- per 32 keys of the tile (fewer live registers than 64):
+             * S = Q K^T for 16 queries x 32 keys (blocks of 8 keys past L
+             * skipped), online softmax, O += P V */
+#pragma unroll
+            for (int kh = 0; kh < TK; kh += KB) {
+                if (kt0 + kh >= L) break;
+                float sc[KB / 8][4];
+#pragma unroll
+                for (int nb = 0; nb < KB / 8; nb++) {
+                    sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.f;
+                    if (kt0 + kh + nb * 8 < L) {
+                        const float *kr = Ks + (kh + nb * 8 + g) * S + c;
+#pragma unroll
+                        for (int kk = 0; kk < DP / 8; kk++)
+                            att_mma_3xtf32(sc[nb], qb[kk], qs[kk], kr[kk * 8], kr[kk * 8 + 4]);
+                    }
+                }
+                /* rows g and g + 8 (a quad of lanes shares a row) */
+                float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+                for (int nb = 0; nb < KB / 8; nb++) {
+                    const int64_t key = kt0 + kh + nb * 8 + 2 * c;
+                    if (key >= L) sc[nb][0] = sc[nb][2] = -INFINITY;
+                    if (key + 1 >= L) sc[nb][1] = sc[nb][3] = -INFINITY;
+                    mx0 = fmaxf(mx0, fmaxf(sc[nb][0], sc[nb][1]));
+                    mx1 = fmaxf(mx1, fmaxf(sc[nb][2], sc[nb][3]));
+                }
+#pragma unroll
+                for (int x = 1; x < 4; x <<= 1) {
+                    mx0 = fmaxf(mx0, MVRT_SHFL_XOR(mx0, x, MVRT_WARP_SIZE));
+                    mx1 = fmaxf(mx1, MVRT_SHFL_XOR(mx1, x, MVRT_WARP_SIZE));
+                }
+                /* key kt0 + kh < L exists, so the new maxima are finite */
+                const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+                const float corr0 = exp2f(m0 - n0), corr1 = exp2f(m1 - n1); /* 0 the first time */
+                m0 = n0; m1 = n1;
+                float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+                for (int nb = 0; nb < KB / 8; nb++) {
+                    sc[nb][0] = exp2f(sc[nb][0] - n0); sc[nb][1] = exp2f(sc[nb][1] - n0);
+                    sc[nb][2] = exp2f(sc[nb][2] - n1); sc[nb][3] = exp2f(sc[nb][3] - n1);
+                    s0 += sc[nb][0] + sc[nb][1];
+                    s1 += sc[nb][2] + sc[nb][3];
+                }
+                l0 = l0 * corr0 + s0; /* this lane's share; the quad is summed at the end */
+                l1 = l1 * corr1 + s1;
+#pragma unroll
+                for (int j = 0; j < DP / 8; j++) {
+                    o[j][0] *= corr0; o[j][1] *= corr0; o[j][2] *= corr1; o[j][3] *= corr1;
+                }
+                /* O += P V over blocks of 8 keys (keys in the order 0,2,..,1,3,..) */
+#pragma unroll
+                for (int kc = 0; kc < KB / 8; kc++) {
+                    if (kt0 + kh + kc * 8 >= L) break; /* whole block past L: P is 0 there */
+                    uint32_t pb[4], ps[4];
+                    att_split_tf32(sc[kc][0], pb[0], ps[0]);
+                    att_split_tf32(sc[kc][2], pb[1], ps[1]);
+                    att_split_tf32(sc[kc][1], pb[2], ps[2]);
+                    att_split_tf32(sc[kc][3], pb[3], ps[3]);
+                    const float *v0 = Vs + (kh + kc * 8 + 2 * c) * S + g, *v1 = v0 + S;
+#pragma unroll
+                    for (int j = 0; j < DP / 8; j++) att_mma_3xtf32(o[j], pb, ps, v0[j * 8], v1[j * 8]);
+                }
+            }
+        }
+        /* ---- normalize and store rows g, g + 8 of this warp */
+#pragma unroll
+        for (int x = 1; x < 4; x <<= 1) {
+            l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
+            l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
+        }
+        if (warp_rows) {
+            const float i0 = 1.f / l0, i1 = 1.f / l1;
+            const int64_t r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+            float *out = p.out + b * L * C + (int64_t)h * d;
+#pragma unroll
+            for (int j = 0; j < DP / 8; j++) {
+                const int k = j * 8 + 2 * c;
+                if (r0 < L) {
+                    if (k < d) out[r0 * C + k] = o[j][0] * i0;
+                    if (k + 1 < d) out[r0 * C + k + 1] = o[j][1] * i0;
+                }
+                if (r1 < L) {
+                    if (k < d) out[r1 * C + k] = o[j][2] * i1;
+                    if (k + 1 < d) out[r1 * C + k + 1] = o[j][3] * i1;
+                }
+            }
+        }
+        __syncthreads(); /* the next batch element restages Q */
+    }
+#else
+    (void)p; (void)vec4;
+#endif
+}
+
 /* Any head_dim: one thread per (batch, head, query), grid-stride. */
 __global__ void __launch_bounds__(128) attention_direct_kernel(mvrt_attention_params_t p)
 {
@@ -502,10 +719,11 @@ static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 gr
  * MVRT_ATT_KS lanes that take every MVRT_ATT_KS-th sub-tile of 16 keys, so
  * MVRT_ATT_KS times more blocks run, each over a share of the keys.
  * mma_bf16: the device runs attention_mma_kernel (NVIDIA sm_80+); it is
- * used for p.math == MVRT_MATH_BF16 and head_dim <= 64. */
+ * used for p.math == MVRT_MATH_BF16 and head_dim <= 64. mma_tf32x3: the
+ * other modes run attention_tf32x3_kernel (head_dim <= 64). */
 #define MVRT_ATT_KS 4
 static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma_bf16,
-                                                mvrt_gpu_stream_t s)
+                                                bool mma_tf32x3, mvrt_gpu_stream_t s)
 {
     if (p.batch <= 0 || p.length <= 0 || p.heads <= 0 || p.head_dim <= 0) return MVRT_GPU_SUCCESS;
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
@@ -521,6 +739,18 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
             case 2: attention_mma_kernel<32><<<grid, 128, 0, s>>>(p, vec4); break;
             case 3: attention_mma_kernel<48><<<grid, 128, 0, s>>>(p, vec4); break;
             default: attention_mma_kernel<64><<<grid, 128, 0, s>>>(p, vec4); break;
+            }
+        } else if (mma_tf32x3 && p.math != MVRT_MATH_BF16) {
+            const dim3 grid((unsigned)((p.length + MVRT_ATT_TF_TQ - 1) / MVRT_ATT_TF_TQ), (unsigned)p.heads, bz);
+            switch ((p.head_dim + 7) / 8) {
+            case 1: attention_tf32x3_kernel<8><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 2: attention_tf32x3_kernel<16><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 3: attention_tf32x3_kernel<24><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 4: attention_tf32x3_kernel<32><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 5: attention_tf32x3_kernel<40><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 6: attention_tf32x3_kernel<48><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 7: attention_tf32x3_kernel<56><<<grid, 128, 0, s>>>(p, vec4); break;
+            default: attention_tf32x3_kernel<64><<<grid, 128, 0, s>>>(p, vec4); break;
             }
         } else if (qtiles * p.heads * p.batch < sm_count && p.length > MVRT_ATT_SUB)
             launch_attention_ks<MVRT_ATT_KS>(p, dim3((unsigned)qtiles_ks, (unsigned)p.heads, bz), vec4, s);

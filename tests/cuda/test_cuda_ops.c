@@ -710,11 +710,19 @@ static const ccase_t conv_cases[] = {
     {"conv2d_1x1_s2",                2,   6,   8,   7,   5, 1, 2, 0, 1, 0, NONE, 0, 0},
     {"conv2d_5x5_p2",                1,   4,   6,   6,   3, 5, 1, 2, 1, 0, SILU, 0, 0},
     {"conv2d_3x3_nopad",             3,   2,   4,   4,   2, 3, 1, 0, 0, 1, NONE, 0, 0},
+    /* 3x3 with 1..4 input channels: the direct small-patch kernel (no
+     * GEMM) in every math mode; output channels not multiples of its 16,
+     * the edges of odd images, stride 2 */
+    {"conv2d_smallk_stem_224_b3",    3,   3, 224, 224,  32, 3, 2, 1, 1, 0, RELU, 1, 0},
+    {"conv2d_smallk_c1_res_gelu",    2,   1,  17,  13,  20, 3, 1, 1, 1, 1, GELU, 0, 0},
+    {"conv2d_smallk_c4_s2_silu",     2,   4,  15,  16,  37, 3, 2, 1, 0, 1, SILU, 0, 0},
+    {"conv2d_smallk_c2_s3_nopad",    1,   2,  20,  11,   5, 3, 3, 0, 1, 0, NONE, 0, 0},
+    {"conv2d_smallk_fast_c3",        2,   3,  19,  21,  24, 3, 2, 1, 1, 1, GELUT, 0, 1},
     /* channels in and out multiples of 4: the CUDA backend's implicit-GEMM
      * conv on 3xTF32 (fp32 math); the cases above with odd channel counts
      * decline it and run im2col + GEMM */
     {"conv2d_implicit_5x5_s2_res_silu",  3,   8,  13,  11,  12, 5, 2, 2, 1, 1, SILU, 0, 0},
-    {"conv2d_implicit_3x3_nopad_relu",   2,   4,   9,   9,   4, 3, 1, 0, 0, 0, RELU, 0, 0},
+    {"conv2d_implicit_3x3_nopad_relu",   2,   8,   9,   9,   4, 3, 1, 0, 0, 0, RELU, 0, 0},
     {"conv2d_implicit_1x1_s2",           2,   8,   8,   7,   8, 1, 2, 0, 1, 0, NONE, 0, 0},
     {"conv2d_implicit_3x3_c64_b5_gelu",  5,  64,  14,  14, 128, 3, 1, 1, 1, 1, GELU, 0, 0},
     {"conv2d_mv_56x56x80_s1_b64",   64,  80,  56,  56,  80, 3, 1, 1, 1, 1, GELUT, 1, 0},
@@ -742,6 +750,31 @@ static void run_gemm_cases(void)
     case_linear_storage("linear_s16_fp32_math_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, FP32, 0);
     case_linear_storage("linear_s16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, RELU, BF16, 0);
     case_graph();
+}
+
+/* The fp32 attention cases: atol 1e-5, rtol 1e-4. On sm_80+ they run on
+ * the 3xTF32 tensor-core kernel, with MVRT_CUDA_FP32_ATTENTION=simt on the
+ * fp32 SIMT kernels (the second pass of main). */
+static void run_attention_cases(void)
+{
+    case_attention("attention_1x1x1x1", 1, 1, 1, 1, 0);
+    case_attention("attention_L5_h3_d7", 2, 5, 3, 7, 0);
+    case_attention("attention_L64_d8", 1, 64, 2, 8, 0);
+    case_attention("attention_L65_d40", 3, 65, 2, 40, 0);
+    case_attention("attention_L196_h8_d40", 2, 196, 8, 40, 0);
+    case_attention("attention_L49_h16_d49", 2, 49, 16, 49, 0);
+    case_attention("attention_L130_d64", 1, 130, 2, 64, 0);
+    case_attention("attention_L33_d72_direct", 1, 33, 2, 72, 0);
+    case_attention("attention_L300_d32", 1, 300, 1, 32, 0);
+    case_attention("attention_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1);
+    /* few blocks -> 4 lanes per query over shares of the keys; L = 20:
+     * lanes 2 and 3 see no key at all */
+    case_attention("attention_split_keys_L20_d16", 1, 20, 2, 16, 0);
+    /* enough blocks -> one lane per query, a partial last query tile */
+    case_attention("attention_one_lane_L130_h8_b8", 8, 130, 8, 40, 0);
+    /* fast math computes attention in fp32 as well (same tolerance) */
+    case_attention_math("attention_fast_L196_h8_d40", 3, 196, 8, 40, 0, MVRT_MATH_FAST);
+    case_attention_math("attention_fast_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_FAST);
 }
 
 /* Closes and reopens device 0 so that GEMM knobs set in the environment
@@ -800,22 +833,6 @@ int main(int argc, char **argv)
     case_dwconv("dwconv_mv_320x49_b256", 256, 320, 49, 3, 0);
     case_dwconv("dwconv_mv_tokmajor_both", 3, 97, 65, 3, 2);
 
-    /* attention: atol 1e-5, rtol 1e-4 */
-    case_attention("attention_1x1x1x1", 1, 1, 1, 1, 0);
-    case_attention("attention_L5_h3_d7", 2, 5, 3, 7, 0);
-    case_attention("attention_L64_d8", 1, 64, 2, 8, 0);
-    case_attention("attention_L65_d40", 3, 65, 2, 40, 0);
-    case_attention("attention_L196_h8_d40", 2, 196, 8, 40, 0);
-    case_attention("attention_L49_h16_d49", 2, 49, 16, 49, 0);
-    case_attention("attention_L130_d64", 1, 130, 2, 64, 0);
-    case_attention("attention_L33_d72_direct", 1, 33, 2, 72, 0);
-    case_attention("attention_L300_d32", 1, 300, 1, 32, 0);
-    case_attention("attention_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1);
-    /* few blocks -> 4 lanes per query over shares of the keys; L = 20:
-     * lanes 2 and 3 see no key at all */
-    case_attention("attention_split_keys_L20_d16", 1, 20, 2, 16, 0);
-    /* enough blocks -> one lane per query, a partial last query tile */
-    case_attention("attention_one_lane_L130_h8_b8", 8, 130, 8, 40, 0);
     /* bf16 math: the tensor-core kernel on sm_80+ (atol 3e-2, rtol 3e-2),
      * the fp32 kernels elsewhere; head_dim 7/16/40/49/64 (padded to 16..64,
      * odd ones staged without vector loads), partial query and key tiles */
@@ -845,11 +862,15 @@ int main(int argc, char **argv)
     /* linear: fp32 atol 2e-6 sqrt(K) + 1e-6, rtol 1e-5; fast (TF32) atol
      * 1e-3 sqrt(K), rtol 5e-3. conv2d: atol 1e-6 sqrt(Cin k^2) + 1e-6, rtol 1e-5 */
     run_gemm_cases();
+    run_attention_cases();
 
-    /* the same GEMM cases with fp32 GEMMs on cuBLAS SGEMM instead of 3xTF32 */
+    /* the same GEMM cases with fp32 GEMMs on cuBLAS SGEMM instead of
+     * 3xTF32, and the attention cases on the fp32 SIMT kernels */
     setenv("MVRT_CUDA_FP32_GEMM", "sgemm", 1);
+    setenv("MVRT_CUDA_FP32_ATTENTION", "simt", 1);
     if (reopen_device("sgemm") != 0) return 1;
     run_gemm_cases();
+    run_attention_cases();
 
     /* the same GEMM cases on our own kernel (the HIP backend's path) */
     setenv("MVRT_CUDA_GEMM", "builtin", 1);
