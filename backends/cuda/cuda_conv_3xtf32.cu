@@ -165,15 +165,20 @@ __global__ void __launch_bounds__(256) kcrs_to_krsc_kernel(const float *__restri
 
 /* Tiles: GEMM M = output positions, N = output channels; 32-wide N tiles
  * for channel counts that are not multiples of 64 (80, 160 in
- * MambaVision: 64-wide tiles would pad 37.5 % / 17 % away). */
-template <int TM, int TN, int WM, int WN>
+ * MambaVision: 64-wide tiles would pad 37.5 % / 17 % away). K slices of 16
+ * with 4-5 stages beat 32 with 3 (probe on an H100, 3xTF32, ms per conv:
+ * 80->80 56x56 b64 0.603 -> 0.471, 160->160 28x28 b128 0.798 -> 0.750,
+ * 80->160 s2 b64 0.275 -> 0.200, 160->320 s2 b128 0.387 -> 0.362 with
+ * 128x64x16 s5). N tiles of 40, 80 or 96 compile but gave wrong results in
+ * that probe: only power-of-two widths are used. */
+template <int TM, int TN, int TK, int WM, int WN, int STAGES>
 struct conv_3xtf32 {
     using Kernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
         float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC,
-        float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, 32>,
-        cutlass::gemm::GemmShape<WM, WN, 32>, cutlass::gemm::GemmShape<16, 8, 8>,
+        float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
+        cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, 8>,
         cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
-        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, 3, cutlass::arch::OpMultiplyAddFastF32,
+        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, cutlass::arch::OpMultiplyAddFastF32,
         cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, 4, 4>::Kernel;
     using Conv = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
 
@@ -208,8 +213,8 @@ struct conv_3xtf32 {
 int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const float *xt, const float *wt, float *yt,
              char *msg, size_t msg_n)
 {
-    if (p->out_channels % 64 == 0) return conv_3xtf32<128, 64, 64, 32>::run(s, p, nb, xt, wt, yt, msg, msg_n);
-    return conv_3xtf32<128, 32, 32, 32>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+    if (p->out_channels % 64 == 0) return conv_3xtf32<128, 64, 16, 64, 32, 5>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+    return conv_3xtf32<128, 32, 16, 32, 32, 4>::run(s, p, nb, xt, wt, yt, msg, msg_n);
 }
 
 } // namespace

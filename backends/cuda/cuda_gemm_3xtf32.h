@@ -17,8 +17,8 @@
  * (bf16_operands = 0). Queues one kernel on `s`; allocates nothing, does
  * not synchronize (legal during graph capture). Returns MVRT_GPU_GEMM_OK,
  * MVRT_GPU_GEMM_FUSED when it also applied the call's epi_bias/epi_act (NT
- * layout, batch 1, beta 0, GELU (erf) or no activation, a 16-byte aligned
- * bias), MVRT_GPU_GEMM_DECLINED when it does not serve the call (sizes beyond int,
+ * layout, batch 1, a 16-byte aligned bias, and beta 0 with GELU (erf) or no
+ * activation, or beta 1 with a bias and no activation), MVRT_GPU_GEMM_DECLINED when it does not serve the call (sizes beyond int,
  * leading dimensions, batch strides or pointers not multiples of 4 floats,
  * a device below sm_80, a build without CUTLASS): the caller then uses
  * cuBLAS SGEMM; or MVRT_GPU_GEMM_FAILED with a message in msg. Thread-safe

@@ -79,10 +79,12 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
         v.math = math;
         v.bf16_operands = 0;
         v.y_bf16 = 0;
-        /* bias per column and GELU/none may be fused into the GEMM (the
-         * CUDA backend's 3xTF32 kernels do) */
-        const bool fusable = S == 1 && g.batch == 1 && g.beta == 0.f && !g.R && !g.y16 &&
-                             (!g.bias || !g.bias_per_row) && (g.act == MVRT_ACT_NONE || g.act == MVRT_ACT_GELU_ERF);
+        /* bias per column and GELU/none may be fused into the GEMM, and a
+         * bias on top of the accumulated Y (the CUDA backend's 3xTF32
+         * kernels do) */
+        const bool fusable = S == 1 && g.batch == 1 && !g.R && !g.y16 && (!g.bias || !g.bias_per_row) &&
+                             ((g.beta == 0.f && (g.act == MVRT_ACT_NONE || g.act == MVRT_ACT_GELU_ERF)) ||
+                              (g.beta == 1.f && g.act == MVRT_ACT_NONE && g.bias));
         if (fusable) {
             v.epi_bias = g.bias;
             v.epi_act = g.act;

@@ -29,8 +29,9 @@ typedef struct mvrt_gpu_gemm {
     int math;   /* mvrt_math_mode_t */
     int bf16_operands; /* A and B hold bf16 bits (uint16), not floats */
     int y_bf16;        /* Y holds bf16 bits (with bf16_operands only); else fp32 */
-    /* An epilogue the hook may fuse (set only with batch 1, beta 0, fp32):
-     * Y = epi_act(op(A) op(B) + epi_bias[col]). A hook that applies it
+    /* An epilogue the hook may fuse (set only with batch 1 and fp32, and
+     * beta 0, or beta 1 with epi_bias and no activation):
+     * Y = epi_act(op(A) op(B) + epi_bias[col]) (+ Y with beta 1). A hook that applies it
      * returns MVRT_GPU_GEMM_FUSED; one that returns MVRT_GPU_GEMM_OK left Y
      * = op(A) op(B) and the caller applies them. */
     const float *epi_bias; /* per column (N entries) or NULL */

@@ -692,6 +692,11 @@ static const lcase_t linear_cases[] = {
      * fused into the 3xTF32 GEMM's epilogue (also fc1 and the head above) */
     {"linear_3xtf32_nt_gelu_nobias",     1,  68,   36,  96, 0, 1, 0, 0, 0, 0, 0, 0, GELU, 0, FP32, 0},
     {"linear_3xtf32_nt_bias_pad",        1, 132,   72, 200, 0, 1, 4, 4, 8, 0, 0, 1, NONE, 0, FP32, 0},
+    /* NT, batch 1, beta 1 with a per-column bias (fc2, proj): the bias is
+     * a broadcast vector in the 3xTF32 GEMM's epilogue on top of Y (also
+     * linear_mv_fc2_beta1_256x196 above) */
+    {"linear_3xtf32_nt_beta1_bias_pad",  1, 132,   72, 200, 0, 1, 4, 4, 8, 0, 0, 1, NONE, 1, FP32, 0},
+    {"linear_3xtf32_nt_beta1_bias_M3",   1,   3,   20,  36, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
     {"linear_3xtf32_nn_M320_wide",       1, 320, 12544, 1440, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 64},
     {"linear_3xtf32_nt_shared_a_K4100",  2,  36,   44, 4100, 0, 1, 0, 0, 0, 1, 0, 1, GELU, 0, FP32, 0},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
