@@ -35,9 +35,7 @@ namespace {
 using epi_linear = cutlass::epilogue::thread::LinearCombination<float, 4, float, float>;
 using epi_gelu = cutlass::epilogue::thread::LinearCombinationGELU<float, 4, float, float>;
 
-/* D = epi(alpha * op(A) op(B) + beta * C): C is Y (beta 0 or 1), or, for a
- * fused bias, the bias vector read as a row-major matrix with leading
- * dimension 0 (every row of C is the bias) and beta 1. */
+/* D = epi(alpha * op(A) op(B) + beta * C) with C = Y (beta 0 or 1). */
 template <int TM, int TN, typename LayoutA, typename LayoutB, typename Epi = epi_linear>
 struct gemm_3xtf32 {
     using Gemm = cutlass::gemm::device::GemmUniversal<
@@ -77,43 +75,40 @@ struct gemm_3xtf32 {
     }
 };
 
-/* The dense linears (NT, batch 1, beta 0) with their bias per column and
- * GELU or no activation in the GEMM's epilogue: saves the epilogue kernel's
- * pass over Y (fc1 of MambaVision-T stage 3 at batch 256: 0.18 ms of
- * 0.82). Returns FUSED, DECLINED or FAILED. */
+/* GELU without a bias (NT, batch 1, beta 0) in the GEMM's epilogue; the
+ * source is never read (beta 0). Returns FUSED, DECLINED or FAILED. */
 template <int TM, int TN>
 int run_fused_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
 {
     using R = cutlass::layout::RowMajor;
     using C = cutlass::layout::ColumnMajor;
-    const float *bias = g->epi_bias ? g->epi_bias : g->Y;
-    const float beta = g->epi_bias ? 1.f : 0.f;
-    const int rc = g->epi_act == MVRT_ACT_GELU_ERF
-                       ? gemm_3xtf32<TM, TN, R, C, epi_gelu>::run(s, g, bias, 0, beta, msg, msg_n)
-                       : gemm_3xtf32<TM, TN, R, C>::run(s, g, bias, 0, beta, msg, msg_n);
+    const int rc = gemm_3xtf32<TM, TN, R, C, epi_gelu>::run(s, g, g->Y, g->ldy, 0.f, msg, msg_n);
     return rc == MVRT_GPU_GEMM_OK ? MVRT_GPU_GEMM_FUSED : rc;
 }
 
-/* The residual linears (NT, batch 1, beta 1: fc2, proj) with their bias:
- * Y += op(A) op(B) + bias[col], the source C being Y and the bias a
- * broadcast vector of CUTLASS's epilogue-with-broadcast (one bias entry per
- * column; its row step ldr is 0). Saves the bias pass over Y after the GEMM
- * (fc2 of MambaVision-T stage 3 at batch 256: 0.08 ms of 0.65). Returns
- * FUSED, DECLINED or FAILED. */
-using epi_bias_add = cutlass::epilogue::thread::LinearCombinationBiasElementwise<
-    float, float, float, float, float, 4, cutlass::epilogue::thread::Identity<float>, cutlass::plus<float>, false>;
+/* Dense linears with a bias (NT, batch 1): Y = act(op(A) op(B) + bias[col])
+ * with beta 0 (fc1, qkv, the head), or Y += op(A) op(B) + bias[col] with
+ * beta 1 (fc2, proj: the source C is Y). The bias is the broadcast vector of
+ * CUTLASS's epilogue-with-broadcast (one entry per column, row step ldr 0),
+ * loaded once per tile column; with beta 0 no source is read at all. Saves
+ * the bias pass over Y after the residual GEMMs (fc2 of MambaVision-T stage
+ * 3 at batch 256: 0.08 ms of 0.65) and the per-element reads of a
+ * zero-stride bias matrix. Returns FUSED, DECLINED or FAILED. */
+template <typename Act>
+using epi_bias_act = cutlass::epilogue::thread::LinearCombinationBiasElementwise<float, float, float, float, float, 4,
+                                                                                 Act, cutlass::plus<float>, false>;
 
-template <int TM, int TN>
-int run_fused_residual_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+template <int TM, int TN, typename Act>
+int run_fused_bias_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, float beta, char *msg, size_t msg_n)
 {
     using Gemm = cutlass::gemm::device::GemmUniversalWithBroadcast<
         float, cutlass::layout::RowMajor, float, cutlass::layout::ColumnMajor, float, cutlass::layout::RowMajor, float,
         cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, 32>,
-        cutlass::gemm::GemmShape<TM / 2, TN / 2, 32>, cutlass::gemm::GemmShape<16, 8, 8>, epi_bias_add,
+        cutlass::gemm::GemmShape<TM / 2, TN / 2, 32>, cutlass::gemm::GemmShape<16, 8, 8>, epi_bias_act<Act>,
         cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 4, 4, cutlass::arch::OpMultiplyAddFastF32>;
     typename Gemm::Arguments args(cutlass::gemm::GemmUniversalMode::kGemm, {(int)g->M, (int)g->N, (int)g->K}, 1,
-                                  {1.f, 1.f}, g->A, g->B, g->Y, g->Y, const_cast<float *>(g->epi_bias), nullptr, 0, 0,
-                                  0, 0, 0, 0, g->lda, g->ldb, g->ldy, g->ldy, 0, 0);
+                                  {1.f, beta}, g->A, g->B, g->Y, g->Y, const_cast<float *>(g->epi_bias), nullptr, 0,
+                                  0, 0, 0, 0, 0, g->lda, g->ldb, g->ldy, g->ldy, 0, 0);
     Gemm op;
     if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
     if (Gemm::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
@@ -121,12 +116,20 @@ int run_fused_residual_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, s
     if (st == cutlass::Status::kSuccess) st = op.run(s);
     if (st != cutlass::Status::kSuccess) {
         const cudaError_t e = cudaGetLastError();
-        snprintf(msg, msg_n, "3xTF32 GEMM with bias and residual (M %lld, N %lld, K %lld): %s (%s: %s)",
-                 (long long)g->M, (long long)g->N, (long long)g->K, cutlassGetStatusString(st), cudaGetErrorName(e),
-                 cudaGetErrorString(e));
+        snprintf(msg, msg_n, "3xTF32 GEMM with a bias epilogue (M %lld, N %lld, K %lld, beta %g): %s (%s: %s)",
+                 (long long)g->M, (long long)g->N, (long long)g->K, (double)beta, cutlassGetStatusString(st),
+                 cudaGetErrorName(e), cudaGetErrorString(e));
         return MVRT_GPU_GEMM_FAILED;
     }
     return MVRT_GPU_GEMM_FUSED;
+}
+
+template <int TM, int TN>
+int run_fused_bias(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
+{
+    if (g->epi_act == MVRT_ACT_GELU_ERF)
+        return run_fused_bias_nt<TM, TN, cutlass::epilogue::thread::GELU<float>>(s, g, g->beta, msg, msg_n);
+    return run_fused_bias_nt<TM, TN, cutlass::epilogue::thread::Identity<float>>(s, g, g->beta, msg, msg_n);
 }
 
 template <int TM, int TN>
@@ -173,12 +176,14 @@ extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, i
         !multiple_of_4(g->ldb) || !multiple_of_4(g->ldy) || !multiple_of_4(g->sa) || !multiple_of_4(g->sb) ||
         !multiple_of_4(g->sy) || g->lda < 1 || g->ldb < 1 || g->ldy < 1)
         return MVRT_GPU_GEMM_DECLINED;
-    /* a fused bias/GELU: NT, batch 1, beta 0, a 16-byte aligned bias; or a
-     * fused bias on top of the residual: beta 1, no activation */
+    /* a fused epilogue (NT, batch 1, a 16-byte aligned bias): a bias and
+     * GELU or none with beta 0, a bias with beta 1 (no activation); GELU
+     * without a bias (beta 0) through the zero-stride source */
     const bool nt1 = !g->ta && g->tb && g->batch == 1 && (!g->epi_bias || aligned16(g->epi_bias));
-    const bool fuse = nt1 && (g->epi_bias || g->epi_act != MVRT_ACT_NONE) && g->beta == 0.f &&
-                      (g->epi_act == MVRT_ACT_NONE || g->epi_act == MVRT_ACT_GELU_ERF);
-    const bool fuse_residual = nt1 && g->epi_bias && g->beta == 1.f && g->epi_act == MVRT_ACT_NONE;
+    const bool fuse_bias = nt1 && g->epi_bias &&
+                           ((g->beta == 0.f && (g->epi_act == MVRT_ACT_NONE || g->epi_act == MVRT_ACT_GELU_ERF)) ||
+                            (g->beta == 1.f && g->epi_act == MVRT_ACT_NONE));
+    const bool fuse_gelu = nt1 && !g->epi_bias && g->beta == 0.f && g->epi_act == MVRT_ACT_GELU_ERF;
     /* Tile choice, from H100 measurements (the table in the file comment):
      * fewer than two waves of the large tile -> 64x64 (more blocks; 32x128
      * measured within 5 % of it either way on the batch-1 GEMMs); NN with
@@ -192,13 +197,12 @@ extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, i
         return run_tile<64, 64>(s, g, msg, msg_n);
     }
     const bool small = blocks_of(g, 128, 64) < two_waves;
-    if (fuse) {
-        const int rc = small ? run_fused_nt<64, 64>(s, g, msg, msg_n) : run_fused_nt<128, 64>(s, g, msg, msg_n);
+    if (fuse_bias) {
+        const int rc = small ? run_fused_bias<64, 64>(s, g, msg, msg_n) : run_fused_bias<128, 64>(s, g, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_DECLINED) return rc;
     }
-    if (fuse_residual) {
-        const int rc = small ? run_fused_residual_nt<64, 64>(s, g, msg, msg_n)
-                             : run_fused_residual_nt<128, 64>(s, g, msg, msg_n);
+    if (fuse_gelu) {
+        const int rc = small ? run_fused_nt<64, 64>(s, g, msg, msg_n) : run_fused_nt<128, 64>(s, g, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_DECLINED) return rc;
     }
     return small ? run_tile<64, 64>(s, g, msg, msg_n) : run_tile<128, 64>(s, g, msg, msg_n);
