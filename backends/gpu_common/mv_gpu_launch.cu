@@ -391,8 +391,14 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, s); break;
     case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma_bf16 != 0, ctx->mma_tf32x3 != 0, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);
-    case MVRT_OP_WINDOW_PARTITION: e = launch_window(p->u.window, false, s); break;
-    case MVRT_OP_WINDOW_REVERSE: e = launch_window(p->u.window, true, s); break;
+    case MVRT_OP_WINDOW_PARTITION:
+    case MVRT_OP_WINDOW_REVERSE:
+        if (!window_fits(p->u.window)) {
+            snprintf(msg, msg_n, "window partition/reverse: images of 2^31 padded positions or more are not supported");
+            return MVRT_GPU_OP_TOO_LARGE;
+        }
+        e = launch_window(p->u.window, p->kind == MVRT_OP_WINDOW_REVERSE, s);
+        break;
     case MVRT_OP_AFFINE_AVGPOOL: e = launch_affine_avgpool(p->u.pool, ctx->warp_size, s); break;
     default: return MVRT_GPU_OP_UNSUPPORTED;
     }

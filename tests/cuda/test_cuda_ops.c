@@ -856,6 +856,10 @@ int main(int argc, char **argv)
     case_window("window_17x9_ws8_c40", 1, 40, 17, 9, 8);
     case_window("window_56x56_ws8_c64", 3, 64, 56, 56, 8);
     case_window("window_mv_14x14_ws14_c320_b64", 64, 320, 14, 14, 14);
+    /* position tiles of 32 spanning rows, windows and padding; ws 1 */
+    case_window("window_pad_30x23_ws7_c70_b3", 3, 70, 30, 23, 7);
+    case_window("window_ws1_5x6_c3", 2, 3, 5, 6, 1);
+    case_window("window_mv_7x7_ws7_c640_b9", 9, 640, 7, 7, 7);
 
     /* affine + average pool: atol 1e-5, rtol 1e-5 */
     case_pool("pool_1x1x1", 1, 1, 1);
