@@ -103,52 +103,53 @@ implicit_plan make_plan(const mvrt_conv2d_params_t *p)
     return c;
 }
 
-/* (C, HW) -> (HW, C) per image through 32x32 shared tiles (both sides
- * coalesced). Grid: x over HW tiles, y over C tiles, z over images. */
-__global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(const float *__restrict__ x, float *__restrict__ xt,
-                                                           int C, int HW)
+/* Per image, src (rows, cols) -> (cols, rows) through 32x32 shared tiles
+ * (both sides coalesced); `store` writes element (col, row) of the
+ * transposed image. Grid: x over column tiles, y over row tiles, z over
+ * images. */
+template <typename Store>
+__global__ void __launch_bounds__(256) transpose_kernel(const float *__restrict__ src, int rows, int cols, Store store)
 {
     __shared__ float tile[32][33];
     const int64_t img = blockIdx.z;
-    const float *src = x + img * C * (int64_t)HW;
-    float *dst = xt + img * C * (int64_t)HW;
-    const int hw0 = blockIdx.x * 32, c0 = blockIdx.y * 32;
+    const float *s = src + img * rows * (int64_t)cols;
+    const int col0 = blockIdx.x * 32, row0 = blockIdx.y * 32;
     for (int r = threadIdx.y; r < 32; r += 8) {
-        const int c = c0 + r, hw = hw0 + threadIdx.x;
-        if (c < C && hw < HW) tile[r][threadIdx.x] = src[(int64_t)c * HW + hw];
+        const int row = row0 + r, col = col0 + threadIdx.x;
+        if (row < rows && col < cols) tile[r][threadIdx.x] = s[(int64_t)row * cols + col];
     }
     __syncthreads();
     for (int r = threadIdx.y; r < 32; r += 8) {
-        const int hw = hw0 + r, c = c0 + threadIdx.x;
-        if (c < C && hw < HW) dst[(int64_t)hw * C + c] = tile[threadIdx.x][r];
+        const int col = col0 + r, row = row0 + threadIdx.x;
+        if (row < rows && col < cols) store((img * cols + col) * (int64_t)rows + row, col, tile[threadIdx.x][r]);
     }
 }
 
-/* (PQ, K) -> (K, PQ) per image with y = act(v + bias[k]) + residual. */
-__global__ void __launch_bounds__(256) nhwc_to_nchw_epilogue_kernel(const float *__restrict__ t, float *__restrict__ y,
-                                                                    const float *__restrict__ bias,
-                                                                    const float *__restrict__ residual, int act,
-                                                                    int K, int PQ)
+/* NCHW -> NHWC: a plain store */
+struct store_plain {
+    float *dst;
+    __device__ void operator()(int64_t o, int, float v) const { dst[o] = v; }
+};
+
+/* NHWC -> NCHW: y = act(v + bias[k]) + residual, k the output channel */
+struct store_epilogue {
+    float *y;
+    const float *bias, *residual;
+    int act;
+    __device__ void operator()(int64_t o, int k, float v) const
+    {
+        v = act_apply(act, v + (bias ? bias[k] : 0.f));
+        if (residual) v += residual[o];
+        y[o] = v;
+    }
+};
+
+template <typename Store>
+cudaError_t launch_transpose(const float *src, int rows, int cols, int64_t images, Store store, cudaStream_t s)
 {
-    __shared__ float tile[32][33];
-    const int64_t img = blockIdx.z;
-    const float *src = t + img * K * (int64_t)PQ;
-    const int64_t base = img * K * (int64_t)PQ;
-    const int pq0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
-    for (int r = threadIdx.y; r < 32; r += 8) {
-        const int pq = pq0 + r, k = k0 + threadIdx.x;
-        if (k < K && pq < PQ) tile[r][threadIdx.x] = src[(int64_t)pq * K + k];
-    }
-    __syncthreads();
-    for (int r = threadIdx.y; r < 32; r += 8) {
-        const int k = k0 + r, pq = pq0 + threadIdx.x;
-        if (k < K && pq < PQ) {
-            const int64_t o = base + (int64_t)k * PQ + pq;
-            float v = act_apply(act, tile[threadIdx.x][r] + (bias ? bias[k] : 0.f));
-            if (residual) v += residual[o];
-            y[o] = v;
-        }
-    }
+    transpose_kernel<<<dim3((cols + 31) / 32, (rows + 31) / 32, (unsigned)images), dim3(32, 8), 0, s>>>(src, rows, cols,
+                                                                                                         store);
+    return cudaGetLastError();
 }
 
 /* (K, C, R, S) -> (K, R, S, C) */
@@ -239,10 +240,7 @@ extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t 
     cudaError_t e = cudaGetLastError();
     for (int64_t b0 = 0; b0 < p->batch && e == cudaSuccess; b0 += c.chunk) {
         const int64_t nb = p->batch - b0 < c.chunk ? p->batch - b0 : c.chunk;
-        const dim3 block(32, 8);
-        nchw_to_nhwc_kernel<<<dim3((HW + 31) / 32, (C + 31) / 32, (unsigned)nb), block, 0, s>>>(
-            p->x + b0 * (int64_t)C * HW, xt, C, HW);
-        if ((e = cudaGetLastError()) != cudaSuccess) break;
+        if ((e = launch_transpose(p->x + b0 * (int64_t)C * HW, C, HW, nb, store_plain{xt}, s)) != cudaSuccess) break;
         const int rc = run_conv(s, p, nb, xt, wt, yt, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_OK) {
             /* declining is decided on the first chunk only (equal shapes
@@ -256,9 +254,9 @@ extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t 
             return rc;
         }
         const int64_t off = b0 * (int64_t)K * PQ;
-        nhwc_to_nchw_epilogue_kernel<<<dim3((PQ + 31) / 32, (K + 31) / 32, (unsigned)nb), block, 0, s>>>(
-            yt, p->y + off, p->bias, p->residual ? p->residual + off : nullptr, p->activation, K, PQ);
-        e = cudaGetLastError();
+        e = launch_transpose(yt, PQ, K, nb,
+                             store_epilogue{p->y + off, p->bias, p->residual ? p->residual + off : nullptr, p->activation},
+                             s);
     }
     if (e != cudaSuccess) {
         snprintf(msg, msg_n, "3xTF32 implicit-GEMM conv2d: launch: %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));

@@ -121,7 +121,9 @@ typedef struct mvrt_dwconv1d_params {
  *   out = softmax(q k^T * scale) v per (batch, head).
  * math MVRT_MATH_BF16 lets a GPU with bf16 tensor cores round q, k, v and
  * the softmax weights to bf16 (fp32 accumulation and softmax); every other
- * mode, and the CPU, compute in fp32. */
+ * mode, and the CPU, compute with fp32 accuracy (on NVIDIA sm_80+ as 3xTF32
+ * on tensor cores: each operand split into two TF32 parts, three products
+ * summed in fp32). */
 typedef struct mvrt_attention_params {
     int64_t batch, length;
     int heads, head_dim;
