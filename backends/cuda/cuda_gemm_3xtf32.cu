@@ -35,6 +35,28 @@ namespace {
 using epi_linear = cutlass::epilogue::thread::LinearCombination<float, 4, float, float>;
 using epi_gelu = cutlass::epilogue::thread::LinearCombinationGELU<float, 4, float, float>;
 
+/* Queues a CUTLASS device GEMM with these arguments: DECLINED when CUTLASS
+ * cannot take them (alignment) or would need a workspace (no split-K here),
+ * FAILED with a message naming `what` and the sizes, else OK. */
+template <typename Gemm>
+int launch_gemm(const typename Gemm::Arguments &args, cudaStream_t s, const char *what, const mvrt_gpu_gemm_t *g,
+                char *msg, size_t msg_n)
+{
+    Gemm op;
+    if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
+    if (Gemm::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
+    cutlass::Status st = op.initialize(args, nullptr, s);
+    if (st == cutlass::Status::kSuccess) st = op.run(s);
+    if (st != cutlass::Status::kSuccess) {
+        const cudaError_t e = cudaGetLastError();
+        snprintf(msg, msg_n, "%s (M %lld, N %lld, K %lld, batch %lld, beta %g): %s (%s: %s)", what, (long long)g->M,
+                 (long long)g->N, (long long)g->K, (long long)g->batch, (double)g->beta, cutlassGetStatusString(st),
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+        return MVRT_GPU_GEMM_FAILED;
+    }
+    return MVRT_GPU_GEMM_OK;
+}
+
 /* D = epi(alpha * op(A) op(B) + beta * C) with C = Y (beta 0 or 1). */
 template <int TM, int TN, typename LayoutA, typename LayoutB, typename Epi = epi_linear>
 struct gemm_3xtf32 {
@@ -47,31 +69,17 @@ struct gemm_3xtf32 {
 
     /* DECLINED when CUTLASS cannot take the shape (alignment), else OK or
      * FAILED. */
-    static int run(cudaStream_t s, const mvrt_gpu_gemm_t *g, const float *C, int64_t ldc, float beta, char *msg,
-                   size_t msg_n)
+    static int run(cudaStream_t s, const mvrt_gpu_gemm_t *g, float beta, char *msg, size_t msg_n)
     {
         typename Gemm::Arguments args(
             g->batch > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
             {(int)g->M, (int)g->N, (int)g->K}, (int)g->batch, {1.f, beta}, (const float *)g->A,
-            (const float *)g->B, C, g->Y, g->sa, g->sb, C == g->Y ? g->sy : 0, g->sy, g->lda, g->ldb, ldc, g->ldy);
-        Gemm op;
-        if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
-        /* no split-K: the kernels need no workspace */
-        if (Gemm::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
-        cutlass::Status st = op.initialize(args, nullptr, s);
-        if (st == cutlass::Status::kSuccess) st = op.run(s);
-        if (st != cutlass::Status::kSuccess) {
-            const cudaError_t e = cudaGetLastError();
-            snprintf(msg, msg_n, "3xTF32 GEMM (M %lld, N %lld, K %lld, batch %lld): %s (%s: %s)", (long long)g->M,
-                     (long long)g->N, (long long)g->K, (long long)g->batch, cutlassGetStatusString(st),
-                     cudaGetErrorName(e), cudaGetErrorString(e));
-            return MVRT_GPU_GEMM_FAILED;
-        }
-        return MVRT_GPU_GEMM_OK;
+            (const float *)g->B, g->Y, g->Y, g->sa, g->sb, g->sy, g->sy, g->lda, g->ldb, g->ldy, g->ldy);
+        return launch_gemm<Gemm>(args, s, "3xTF32 GEMM", g, msg, msg_n);
     }
     static int run(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
     {
-        return run(s, g, g->Y, g->ldy, g->beta, msg, msg_n);
+        return run(s, g, g->beta, msg, msg_n);
     }
 };
 
@@ -82,7 +90,7 @@ int run_fused_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg
 {
     using R = cutlass::layout::RowMajor;
     using C = cutlass::layout::ColumnMajor;
-    const int rc = gemm_3xtf32<TM, TN, R, C, epi_gelu>::run(s, g, g->Y, g->ldy, 0.f, msg, msg_n);
+    const int rc = gemm_3xtf32<TM, TN, R, C, epi_gelu>::run(s, g, 0.f, msg, msg_n);
     return rc == MVRT_GPU_GEMM_OK ? MVRT_GPU_GEMM_FUSED : rc;
 }
 
@@ -99,7 +107,7 @@ using epi_bias_act = cutlass::epilogue::thread::LinearCombinationBiasElementwise
                                                                                  Act, cutlass::plus<float>, false>;
 
 template <int TM, int TN, typename Act>
-int run_fused_bias_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, float beta, char *msg, size_t msg_n)
+int run_fused_bias_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
 {
     using Gemm = cutlass::gemm::device::GemmUniversalWithBroadcast<
         float, cutlass::layout::RowMajor, float, cutlass::layout::ColumnMajor, float, cutlass::layout::RowMajor, float,
@@ -107,29 +115,18 @@ int run_fused_bias_nt(cudaStream_t s, const mvrt_gpu_gemm_t *g, float beta, char
         cutlass::gemm::GemmShape<TM / 2, TN / 2, 32>, cutlass::gemm::GemmShape<16, 8, 8>, epi_bias_act<Act>,
         cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 4, 4, cutlass::arch::OpMultiplyAddFastF32>;
     typename Gemm::Arguments args(cutlass::gemm::GemmUniversalMode::kGemm, {(int)g->M, (int)g->N, (int)g->K}, 1,
-                                  {1.f, beta}, g->A, g->B, g->Y, g->Y, const_cast<float *>(g->epi_bias), nullptr, 0,
+                                  {1.f, g->beta}, g->A, g->B, g->Y, g->Y, const_cast<float *>(g->epi_bias), nullptr, 0,
                                   0, 0, 0, 0, 0, g->lda, g->ldb, g->ldy, g->ldy, 0, 0);
-    Gemm op;
-    if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
-    if (Gemm::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
-    cutlass::Status st = op.initialize(args, nullptr, s);
-    if (st == cutlass::Status::kSuccess) st = op.run(s);
-    if (st != cutlass::Status::kSuccess) {
-        const cudaError_t e = cudaGetLastError();
-        snprintf(msg, msg_n, "3xTF32 GEMM with a bias epilogue (M %lld, N %lld, K %lld, beta %g): %s (%s: %s)",
-                 (long long)g->M, (long long)g->N, (long long)g->K, (double)beta, cutlassGetStatusString(st),
-                 cudaGetErrorName(e), cudaGetErrorString(e));
-        return MVRT_GPU_GEMM_FAILED;
-    }
-    return MVRT_GPU_GEMM_FUSED;
+    const int rc = launch_gemm<Gemm>(args, s, "3xTF32 GEMM with a bias epilogue", g, msg, msg_n);
+    return rc == MVRT_GPU_GEMM_OK ? MVRT_GPU_GEMM_FUSED : rc;
 }
 
 template <int TM, int TN>
 int run_fused_bias(cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
 {
     if (g->epi_act == MVRT_ACT_GELU_ERF)
-        return run_fused_bias_nt<TM, TN, cutlass::epilogue::thread::GELU<float>>(s, g, g->beta, msg, msg_n);
-    return run_fused_bias_nt<TM, TN, cutlass::epilogue::thread::Identity<float>>(s, g, g->beta, msg, msg_n);
+        return run_fused_bias_nt<TM, TN, cutlass::epilogue::thread::GELU<float>>(s, g, msg, msg_n);
+    return run_fused_bias_nt<TM, TN, cutlass::epilogue::thread::Identity<float>>(s, g, msg, msg_n);
 }
 
 template <int TM, int TN>
@@ -178,7 +175,7 @@ extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, i
         return MVRT_GPU_GEMM_DECLINED;
     /* a fused epilogue (NT, batch 1, a 16-byte aligned bias): a bias and
      * GELU or none with beta 0, a bias with beta 1 (no activation); GELU
-     * without a bias (beta 0) through the zero-stride source */
+     * without a bias (beta 0) in the plain GELU epilogue */
     const bool nt1 = !g->ta && g->tb && g->batch == 1 && (!g->epi_bias || aligned16(g->epi_bias));
     const bool fuse_bias = nt1 && g->epi_bias &&
                            ((g->beta == 0.f && (g->epi_act == MVRT_ACT_NONE || g->epi_act == MVRT_ACT_GELU_ERF)) ||

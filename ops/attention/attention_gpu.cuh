@@ -264,6 +264,80 @@ static __device__ __forceinline__ float4 att_load4(const float *row, int k4, int
     return make_float4(k < d ? row[k] : 0.f, k + 1 < d ? row[k + 1] : 0.f, k + 2 < d ? row[k + 2] : 0.f,
                        k + 3 < d ? row[k + 3] : 0.f);
 }
+
+/* One online-softmax step of the mma kernels over NB blocks of 8 keys
+ * (keys key0 + 8 nb + 2 c, + 1 of the lane's rows g and g + 8, in the mma
+ * accumulator layout): keys >= L masked to -inf, the running maxima m0/m1
+ * updated across the quad of lanes that shares a row, sc replaced by
+ * exp2(s - max), the lane's partial row sums l0/l1 and the output
+ * accumulator o rescaled. Key key0 must be < L (the new maxima are then
+ * finite). */
+template <int NB, int DJ>
+static __device__ __forceinline__ void att_softmax_step(float (&sc)[NB][4], int64_t key0, int c, int64_t L,
+                                                        float &m0, float &m1, float &l0, float &l1,
+                                                        float (&o)[DJ][4])
+{
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) {
+        const int64_t key = key0 + nb * 8 + 2 * c;
+        if (key >= L) sc[nb][0] = sc[nb][2] = -INFINITY;
+        if (key + 1 >= L) sc[nb][1] = sc[nb][3] = -INFINITY;
+        mx0 = fmaxf(mx0, fmaxf(sc[nb][0], sc[nb][1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[nb][2], sc[nb][3]));
+    }
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1) {
+        mx0 = fmaxf(mx0, MVRT_SHFL_XOR(mx0, x, MVRT_WARP_SIZE));
+        mx1 = fmaxf(mx1, MVRT_SHFL_XOR(mx1, x, MVRT_WARP_SIZE));
+    }
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    const float corr0 = exp2f(m0 - n0), corr1 = exp2f(m1 - n1); /* 0 the first time (m = -inf) */
+    m0 = n0; m1 = n1;
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) {
+        sc[nb][0] = exp2f(sc[nb][0] - n0); sc[nb][1] = exp2f(sc[nb][1] - n0);
+        sc[nb][2] = exp2f(sc[nb][2] - n1); sc[nb][3] = exp2f(sc[nb][3] - n1);
+        s0 += sc[nb][0] + sc[nb][1];
+        s1 += sc[nb][2] + sc[nb][3];
+    }
+    l0 = l0 * corr0 + s0; /* this lane's share; the quad is summed at the end */
+    l1 = l1 * corr1 + s1;
+#pragma unroll
+    for (int j = 0; j < DJ; j++) {
+        o[j][0] *= corr0; o[j][1] *= corr0; o[j][2] *= corr1; o[j][3] *= corr1;
+    }
+}
+
+/* The end of the mma kernels: the quad's row sums added, rows r0 = the
+ * warp's first query + g and r1 = r0 + 8 normalized and stored (columns
+ * 8 j + 2 c, + 1 below d; rows below L). */
+template <int DJ>
+static __device__ __forceinline__ void att_store_rows(const float (&o)[DJ][4], float l0, float l1, bool warp_rows,
+                                                      int64_t r0, int c, int d, int64_t L, int64_t C, float *out)
+{
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1) {
+        l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
+        l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
+    }
+    if (!warp_rows) return;
+    const float i0 = 1.f / l0, i1 = 1.f / l1;
+    const int64_t r1 = r0 + 8;
+#pragma unroll
+    for (int j = 0; j < DJ; j++) {
+        const int k = j * 8 + 2 * c;
+        if (r0 < L) {
+            if (k < d) out[r0 * C + k] = o[j][0] * i0;
+            if (k + 1 < d) out[r0 * C + k + 1] = o[j][1] * i0;
+        }
+        if (r1 < L) {
+            if (k < d) out[r1 * C + k] = o[j][2] * i1;
+            if (k + 1 < d) out[r1 * C + k + 1] = o[j][3] * i1;
+        }
+    }
+}
 #endif
 
 template <int DP>
@@ -366,39 +440,8 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
                 for (int kk = 0; kk < DP / 16; kk++) att_mma_bf16(sc[nb], qa[kk], kr[kk * 8], kr[kk * 8 + 4]);
             }
-            /* ---- online softmax, rows g and g + 8 (a quad of lanes shares a row) */
-            float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-            for (int nb = 0; nb < TK / 8; nb++) {
-                const int64_t key = kt0 + nb * 8 + 2 * c;
-                if (key >= L) sc[nb][0] = sc[nb][2] = -INFINITY;
-                if (key + 1 >= L) sc[nb][1] = sc[nb][3] = -INFINITY;
-                mx0 = fmaxf(mx0, fmaxf(sc[nb][0], sc[nb][1]));
-                mx1 = fmaxf(mx1, fmaxf(sc[nb][2], sc[nb][3]));
-            }
-#pragma unroll
-            for (int x = 1; x < 4; x <<= 1) {
-                mx0 = fmaxf(mx0, MVRT_SHFL_XOR(mx0, x, MVRT_WARP_SIZE));
-                mx1 = fmaxf(mx1, MVRT_SHFL_XOR(mx1, x, MVRT_WARP_SIZE));
-            }
-            /* key kt0 < L exists, so the new maxima are finite */
-            const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-            const float corr0 = exp2f(m0 - n0), corr1 = exp2f(m1 - n1); /* 0 on the first tile */
-            m0 = n0; m1 = n1;
-            float s0 = 0.f, s1 = 0.f;
-#pragma unroll
-            for (int nb = 0; nb < TK / 8; nb++) {
-                sc[nb][0] = exp2f(sc[nb][0] - n0); sc[nb][1] = exp2f(sc[nb][1] - n0);
-                sc[nb][2] = exp2f(sc[nb][2] - n1); sc[nb][3] = exp2f(sc[nb][3] - n1);
-                s0 += sc[nb][0] + sc[nb][1];
-                s1 += sc[nb][2] + sc[nb][3];
-            }
-            l0 = l0 * corr0 + s0; /* this lane's share; the quad is summed at the end */
-            l1 = l1 * corr1 + s1;
-#pragma unroll
-            for (int j = 0; j < DP / 8; j++) {
-                o[j][0] *= corr0; o[j][1] *= corr0; o[j][2] *= corr1; o[j][3] *= corr1;
-            }
+            /* ---- online softmax, rows g and g + 8 (key kt0 < L exists) */
+            att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
             /* ---- O += P V: P's accumulator layout is the A fragment of keys 16 kc.. */
             const uint32_t *Vt32 = reinterpret_cast<const uint32_t *>(Vt);
 #pragma unroll
@@ -416,28 +459,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
             }
         }
         /* ---- normalize and store rows g, g + 8 of this warp */
-#pragma unroll
-        for (int x = 1; x < 4; x <<= 1) {
-            l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
-            l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
-        }
-        if (warp_rows) {
-            const float i0 = 1.f / l0, i1 = 1.f / l1;
-            const int64_t r0 = q0 + warp * 16 + g, r1 = r0 + 8;
-            float *out = p.out + b * L * C + (int64_t)h * d;
-#pragma unroll
-            for (int j = 0; j < DP / 8; j++) {
-                const int k = j * 8 + 2 * c;
-                if (r0 < L) {
-                    if (k < d) out[r0 * C + k] = o[j][0] * i0;
-                    if (k + 1 < d) out[r0 * C + k + 1] = o[j][1] * i0;
-                }
-                if (r1 < L) {
-                    if (k < d) out[r1 * C + k] = o[j][2] * i1;
-                    if (k + 1 < d) out[r1 * C + k + 1] = o[j][3] * i1;
-                }
-            }
-        }
+        att_store_rows(o, l0, l1, warp_rows, q0 + warp * 16 + g, c, d, L, C, p.out + b * L * C + (int64_t)h * d);
         __syncthreads(); /* the next batch element restages Q */
     }
 #else
@@ -584,39 +606,8 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
                             att_mma_3xtf32(sc[nb], qb[kk], qs[kk], kr[kk * 8], kr[kk * 8 + 4]);
                     }
                 }
-                /* rows g and g + 8 (a quad of lanes shares a row) */
-                float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-                for (int nb = 0; nb < KB / 8; nb++) {
-                    const int64_t key = kt0 + kh + nb * 8 + 2 * c;
-                    if (key >= L) sc[nb][0] = sc[nb][2] = -INFINITY;
-                    if (key + 1 >= L) sc[nb][1] = sc[nb][3] = -INFINITY;
-                    mx0 = fmaxf(mx0, fmaxf(sc[nb][0], sc[nb][1]));
-                    mx1 = fmaxf(mx1, fmaxf(sc[nb][2], sc[nb][3]));
-                }
-#pragma unroll
-                for (int x = 1; x < 4; x <<= 1) {
-                    mx0 = fmaxf(mx0, MVRT_SHFL_XOR(mx0, x, MVRT_WARP_SIZE));
-                    mx1 = fmaxf(mx1, MVRT_SHFL_XOR(mx1, x, MVRT_WARP_SIZE));
-                }
-                /* key kt0 + kh < L exists, so the new maxima are finite */
-                const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-                const float corr0 = exp2f(m0 - n0), corr1 = exp2f(m1 - n1); /* 0 the first time */
-                m0 = n0; m1 = n1;
-                float s0 = 0.f, s1 = 0.f;
-#pragma unroll
-                for (int nb = 0; nb < KB / 8; nb++) {
-                    sc[nb][0] = exp2f(sc[nb][0] - n0); sc[nb][1] = exp2f(sc[nb][1] - n0);
-                    sc[nb][2] = exp2f(sc[nb][2] - n1); sc[nb][3] = exp2f(sc[nb][3] - n1);
-                    s0 += sc[nb][0] + sc[nb][1];
-                    s1 += sc[nb][2] + sc[nb][3];
-                }
-                l0 = l0 * corr0 + s0; /* this lane's share; the quad is summed at the end */
-                l1 = l1 * corr1 + s1;
-#pragma unroll
-                for (int j = 0; j < DP / 8; j++) {
-                    o[j][0] *= corr0; o[j][1] *= corr0; o[j][2] *= corr1; o[j][3] *= corr1;
-                }
+                /* rows g and g + 8 (key kt0 + kh < L exists) */
+                att_softmax_step(sc, kt0 + kh, c, L, m0, m1, l0, l1, o);
                 /* O += P V over blocks of 8 keys (keys in the order 0,2,..,1,3,..) */
 #pragma unroll
                 for (int kc = 0; kc < KB / 8; kc++) {
@@ -633,28 +624,7 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
             }
         }
         /* ---- normalize and store rows g, g + 8 of this warp */
-#pragma unroll
-        for (int x = 1; x < 4; x <<= 1) {
-            l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
-            l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
-        }
-        if (warp_rows) {
-            const float i0 = 1.f / l0, i1 = 1.f / l1;
-            const int64_t r0 = q0 + warp * 16 + g, r1 = r0 + 8;
-            float *out = p.out + b * L * C + (int64_t)h * d;
-#pragma unroll
-            for (int j = 0; j < DP / 8; j++) {
-                const int k = j * 8 + 2 * c;
-                if (r0 < L) {
-                    if (k < d) out[r0 * C + k] = o[j][0] * i0;
-                    if (k + 1 < d) out[r0 * C + k + 1] = o[j][1] * i0;
-                }
-                if (r1 < L) {
-                    if (k < d) out[r1 * C + k] = o[j][2] * i1;
-                    if (k + 1 < d) out[r1 * C + k + 1] = o[j][3] * i1;
-                }
-            }
-        }
+        att_store_rows(o, l0, l1, warp_rows, q0 + warp * 16 + g, c, d, L, C, p.out + b * L * C + (int64_t)h * d);
         __syncthreads(); /* the next batch element restages Q */
     }
 #else

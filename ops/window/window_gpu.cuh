@@ -24,6 +24,14 @@
 
 namespace mvrt_mv_gpu {
 
+/* The token of pixel (y, x) of an image whose first token is tok_img:
+ * windows in row-major (wh, ww) order, tokens row-major inside one. */
+static __device__ __forceinline__ int64_t window_token(int64_t tok_img, int y, int x, int ws, int nw)
+{
+    const int wh = y / ws, ww = x / ws;
+    return tok_img + ((int64_t)wh * nw + ww) * ws * ws + (y - wh * ws) * ws + (x - ww * ws);
+}
+
 /* Block (32, 8). Grid: x = tiles of 32 positions (of the padded grid for
  * the partition, of the image for the reverse), y = channel tiles, z =
  * images; y and z grid-stride. */
@@ -61,9 +69,7 @@ __global__ void __launch_bounds__(256) window_kernel(mvrt_window_params_t p)
                     const int64_t c = c0 + tx;
                     if (pos < npos && c < C) {
                         const int y = pos / gw, x = pos - y * gw;
-                        const int wh = y / ws, ww = x / ws;
-                        const int64_t tok = tok_img + ((int64_t)wh * nw + ww) * ws * ws + (y - wh * ws) * ws + (x - ww * ws);
-                        p.dst[tok * C + c] = tile[tx][i];
+                        p.dst[window_token(tok_img, y, x, ws, nw) * C + c] = tile[tx][i];
                     }
                 }
             } else {
@@ -72,9 +78,7 @@ __global__ void __launch_bounds__(256) window_kernel(mvrt_window_params_t p)
                     const int64_t c = c0 + tx;
                     if (pos < npos && c < C) {
                         const int y = pos / gw, x = pos - y * gw;
-                        const int wh = y / ws, ww = x / ws;
-                        const int64_t tok = tok_img + ((int64_t)wh * nw + ww) * ws * ws + (y - wh * ws) * ws + (x - ww * ws);
-                        tile[tx][i] = p.src[tok * C + c];
+                        tile[tx][i] = p.src[window_token(tok_img, y, x, ws, nw) * C + c];
                     }
                 }
                 __syncthreads();
