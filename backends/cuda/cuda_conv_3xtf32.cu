@@ -1,5 +1,6 @@
-/* conv2d (NCHW, fp32 accuracy) as CUTLASS's implicit-GEMM convolution on
- * 3xTF32 tensor cores (contract: cuda_conv_3xtf32.h).
+/* conv2d (NCHW) as CUTLASS's implicit-GEMM convolution on tensor cores:
+ * 3xTF32 for fp32 math (fp32 accuracy), plain TF32 for fast math
+ * (contract: cuda_conv_3xtf32.h).
  *
  * Why: the shared conv path (ops/conv2d/conv2d_gpu.cuh) writes the patch
  * matrix X_col (9x the input for 3x3) and reads it back for the GEMM, then
@@ -66,7 +67,7 @@ bool eligible(const mvrt_conv2d_params_t *p)
 {
     if (!forced() && p->batch * p->out_h * p->out_w < 8192) return false;
     /* 16-byte vectors along C and K (CUTLASS's alignment 4); int sizes */
-    return p->math == MVRT_MATH_FP32 && p->batch > 0 && p->in_channels % 4 == 0 && p->out_channels % 4 == 0 &&
+    return (p->math == MVRT_MATH_FP32 || p->math == MVRT_MATH_FAST) && p->batch > 0 && p->in_channels % 4 == 0 && p->out_channels % 4 == 0 &&
            p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 && p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 4 &&
            p->out_h * p->out_w <= INT_MAX / 4 && p->in_channels <= 65536 && p->out_channels <= 65536 &&
            !(p->kernel == 1 && p->stride == 1 && p->pad == 0);
@@ -172,14 +173,14 @@ __global__ void __launch_bounds__(256) kcrs_to_krsc_kernel(const float *__restri
  * 80->160 s2 b64 0.275 -> 0.200, 160->320 s2 b128 0.387 -> 0.362 with
  * 128x64x16 s5). N tiles of 40, 80 or 96 compile but gave wrong results in
  * that probe: only power-of-two widths are used. */
-template <int TM, int TN, int TK, int WM, int WN, int STAGES>
-struct conv_3xtf32 {
+template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename MathOp>
+struct conv_tf32 {
     using Kernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
         float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC,
         float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
         cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, 8>,
         cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
-        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, cutlass::arch::OpMultiplyAddFastF32,
+        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, MathOp,
         cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, 4, 4>::Kernel;
     using Conv = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
 
@@ -203,8 +204,9 @@ struct conv_3xtf32 {
         if (st == cutlass::Status::kSuccess) st = op(s);
         if (st != cutlass::Status::kSuccess) {
             const cudaError_t e = cudaGetLastError();
-            snprintf(msg, msg_n, "3xTF32 implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)",
-                     n, c, h, w, k, r, p->stride, cutlassGetStatusString(st), cudaGetErrorName(e));
+            snprintf(msg, msg_n, "%s implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)",
+                     p->math == MVRT_MATH_FAST ? "TF32" : "3xTF32", n, c, h, w, k, r, p->stride,
+                     cutlassGetStatusString(st), cudaGetErrorName(e));
             return MVRT_GPU_GEMM_FAILED;
         }
         return MVRT_GPU_GEMM_OK;
@@ -214,8 +216,16 @@ struct conv_3xtf32 {
 int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const float *xt, const float *wt, float *yt,
              char *msg, size_t msg_n)
 {
-    if (p->out_channels % 64 == 0) return conv_3xtf32<128, 64, 16, 64, 32, 5>::run(s, p, nb, xt, wt, yt, msg, msg_n);
-    return conv_3xtf32<128, 32, 16, 32, 32, 4>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+    /* fast math: plain TF32 (operands rounded to TF32, one product), where
+     * wide tiles win despite the padding of 80 channels to 128 (probe on an
+     * H100, ms: 80->80 56x56 b64 128x32x16 s4 0.274, 128x128x32 s3 0.218;
+     * 160->160 28x28 b128 0.482 vs 0.332; 32->80 s2 b64 0.197 vs 0.100;
+     * 160->320 s2 b128 128x64x16 s5 0.179 vs 0.148) */
+    using f3 = cutlass::arch::OpMultiplyAddFastF32;
+    using f1 = cutlass::arch::OpMultiplyAdd;
+    if (p->math == MVRT_MATH_FAST) return conv_tf32<128, 128, 32, 64, 64, 3, f1>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+    if (p->out_channels % 64 == 0) return conv_tf32<128, 64, 16, 64, 32, 5, f3>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+    return conv_tf32<128, 32, 16, 32, 32, 4, f3>::run(s, p, nb, xt, wt, yt, msg, msg_n);
 }
 
 } // namespace

@@ -1,11 +1,12 @@
-/* conv2d with fp32 accuracy as CUTLASS's implicit-GEMM convolution on 3xTF32
- * tensor cores, for the CUDA backend (the conv hook of
+/* conv2d as CUTLASS's implicit-GEMM convolution on tensor cores, for the
+ * CUDA backend: 3xTF32 for math fp32 (fp32 accuracy), TF32 for math fast
+ * (the conv hook of
  * backends/gpu_common/mv_gpu_launch.h). Built with the CUTLASS headers for
  * the sm_80+ targets (as cuda_gemm_3xtf32.h); without them every call
  * declines and the shared im2col path runs.
  *
  * mvrt_cuda_conv_3xtf32_scratch: bytes of scratch the conv needs for p, or
- * 0 when it will decline p (math other than fp32, fewer than 8192 output
+ * 0 when it will decline p (math bf16, fewer than 8192 output
  * positions per op unless MVRT_CUDA_CONV=implicit, input or output channels
  * not multiples of 4, a 1x1 stride-1 unpadded conv that the shared path runs
  * as a plain GEMM). A pure function of the sizes (and the knob, read once).

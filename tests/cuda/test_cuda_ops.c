@@ -736,6 +736,9 @@ static const ccase_t conv_cases[] = {
     {"conv2d_splitk_b1_28x28x160",   1, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 0, 0},
     {"conv2d_splitk_1x1_b1",         1, 256,   7,   7,  64, 1, 1, 0, 1, 1, RELU, 0, 0},
     {"conv2d_fast_28x28x160",        9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 1},
+    /* fast math from 8192 output positions: the implicit-GEMM conv on TF32 */
+    {"conv2d_fast_implicit_56x56x80_b4",  4,  80,  56,  56,  80, 3, 1, 1, 1, 1, GELUT, 1, 1},
+    {"conv2d_fast_implicit_s2_c64_b12",  12,  64,  64,  64, 128, 3, 2, 1, 1, 0, RELU, 1, 1},
     {"conv2d_bf16_28x28x160_s1",     9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 2},
     {"conv2d_bf16_stem_s2_odd",      3,   3,  33,  31,  32, 3, 2, 1, 1, 0, RELU, 0, 2},
 };
