@@ -90,8 +90,10 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
     if (mvrt_cuda_blas_create(&blas, msg, sizeof msg) == 0) {
         d->opctx.blas = blas;
         d->opctx.gemm = mvrt_cuda_blas_gemm;
-        /* fp32 convs as implicit GEMMs on 3xTF32 where fp32 GEMMs run there
-         * (MVRT_CUDA_CONV=im2col keeps im2col + GEMM) */
+        /* fp32 and fast convs as CUTLASS implicit GEMMs (3xTF32 / TF32)
+         * where fp32 GEMMs run on 3xTF32, i.e. the CUTLASS kernels are
+         * built and sm_80+ (MVRT_CUDA_CONV=im2col keeps im2col + GEMM;
+         * MVRT_CUDA_FP32_GEMM=sgemm does too) */
         const char *conv = getenv("MVRT_CUDA_CONV");
         if (mvrt_cuda_blas_uses_3xtf32(blas) && !(conv && strcmp(conv, "im2col") == 0)) {
             d->opctx.conv = mvrt_cuda_conv_3xtf32;

@@ -253,7 +253,7 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
 int64_t conv_splitk_offset(const conv2d_plan &c) { return align256(c.scratch); }
 int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (c.bf16 || c.smallk || p.batch <= 0 || c.nsp <= 0) return 0;
+    if (c.bf16 || p.batch <= 0 || c.nsp <= 0) return 0;
     if (c.direct) return splitk_bytes(p.batch, p.out_channels, c.nsp, c.kdim, ctx);
     const int64_t nb = p.batch < c.chunk ? p.batch : c.chunk, last = p.batch % nb;
     const int64_t full = splitk_bytes(1, p.out_channels, nb * c.nsp, c.kdim, ctx);

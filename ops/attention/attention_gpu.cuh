@@ -265,6 +265,21 @@ static __device__ __forceinline__ float4 att_load4(const float *row, int k4, int
                        k + 3 < d ? row[k + 3] : 0.f);
 }
 
+/* A tile of rows [row0, row0 + 128 PER / C4) of C4 float4 chunks each (row
+ * r at src + r ld) into the registers of the 128 threads of an mma kernel,
+ * all loads in flight before any use: v[u] of thread t is chunk idx = t +
+ * 128 u (row idx / C4, chunk idx % C4); zeros for rows at or past L. */
+template <int PER, int C4>
+static __device__ __forceinline__ void att_load_tile4(float4 (&v)[PER], const float *src, int64_t row0, int64_t L,
+                                                      int64_t ld, int t, int d, bool vec4)
+{
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
+        v[u] = row0 + r < L ? att_load4(src + (row0 + r) * ld, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
 /* One online-softmax step of the mma kernels over NB blocks of 8 keys
  * (keys key0 + 8 nb + 2 c, + 1 of the lane's rows g and g + 8, in the mma
  * accumulator layout): keys >= L masked to -inf, the running maxima m0/m1
@@ -366,11 +381,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
         {
             constexpr int PER = TQ * C4 / 128;
             float4 v[PER];
-#pragma unroll
-            for (int u = 0; u < PER; u++) {
-                const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
-                v[u] = q0 + r < L ? att_load4(base + (q0 + r) * ld, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
+            att_load_tile4<PER, C4>(v, base, q0, L, ld, t, d, vec4);
 #pragma unroll
             for (int u = 0; u < PER; u++) {
                 const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
@@ -398,12 +409,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
                  * thread's loads all in flight before any store */
                 constexpr int PK = TK * C4 / 128, PV = (TK / 2) * C4 / 128;
                 float4 kv[PK], va[PV], vb[PV];
-#pragma unroll
-                for (int u = 0; u < PK; u++) {
-                    const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
-                    kv[u] = kt0 + j < L ? att_load4(base + (kt0 + j) * ld + C, k4, d, vec4)
-                                        : make_float4(0.f, 0.f, 0.f, 0.f);
-                }
+                att_load_tile4<PK, C4>(kv, base + C, kt0, L, ld, t, d, vec4);
 #pragma unroll
                 for (int u = 0; u < PV; u++) {
                     const int idx = t + u * 128, jp = idx / C4, k4 = idx - jp * C4;
@@ -540,11 +546,7 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
         {
             constexpr int PER = TQ * C4 / 128;
             float4 v[PER];
-#pragma unroll
-            for (int u = 0; u < PER; u++) {
-                const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
-                v[u] = q0 + r < L ? att_load4(base + (q0 + r) * ld, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
+            att_load_tile4<PER, C4>(v, base, q0, L, ld, t, d, vec4);
 #pragma unroll
             for (int u = 0; u < PER; u++) {
                 const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
@@ -572,14 +574,8 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
             {
                 constexpr int PK = TK * C4 / 128;
                 float4 kv[PK], vv[PK];
-#pragma unroll
-                for (int u = 0; u < PK; u++) {
-                    const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
-                    const bool in = kt0 + j < L;
-                    kv[u] = in ? att_load4(base + (kt0 + j) * ld + C, k4, d, vec4) : make_float4(0.f, 0.f, 0.f, 0.f);
-                    vv[u] = in ? att_load4(base + (kt0 + j) * ld + 2 * C, k4, d, vec4)
-                               : make_float4(0.f, 0.f, 0.f, 0.f);
-                }
+                att_load_tile4<PK, C4>(kv, base + C, kt0, L, ld, t, d, vec4);
+                att_load_tile4<PK, C4>(vv, base + 2 * C, kt0, L, ld, t, d, vec4);
 #pragma unroll
                 for (int u = 0; u < PK; u++) {
                     const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;

@@ -42,13 +42,14 @@ namespace mvrt_mv_gpu {
 #define MVRT_CONV_SCRATCH_CAP ((int64_t)256 << 20)
 
 /* conv_smallk_kernel takes 3x3 convs of 1..MVRT_CONV_SMALLK_CIN input
- * channels with images below 2^31 pixels */
+ * channels with images below 2^30 pixels (its 32-bit grid-stride position
+ * loop stays below 2^31) */
 #define MVRT_CONV_SMALLK_CIN 4
 #define MVRT_CONV_SMALLK_CO 16 /* output channels per thread */
 static inline bool conv2d_smallk(const mvrt_conv2d_params_t &p)
 {
     return p.kernel == 3 && p.in_channels >= 1 && p.in_channels <= MVRT_CONV_SMALLK_CIN &&
-           p.in_h * p.in_w <= INT32_MAX && p.out_h * p.out_w <= INT32_MAX && p.out_channels <= 65535 * 16;
+           p.in_h * p.in_w <= INT32_MAX / 2 && p.out_h * p.out_w <= INT32_MAX / 2 && p.out_channels <= 65535 * 16;
 }
 
 struct conv2d_plan {

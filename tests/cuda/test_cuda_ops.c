@@ -775,8 +775,8 @@ static void run_attention_cases(void)
     case_attention("attention_L33_d72_direct", 1, 33, 2, 72, 0);
     case_attention("attention_L300_d32", 1, 300, 1, 32, 0);
     case_attention("attention_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1);
-    /* few blocks -> 4 lanes per query over shares of the keys; L = 20:
-     * lanes 2 and 3 see no key at all */
+    /* SIMT kernel (the simt pass): few blocks -> 4 lanes per query over
+     * shares of the keys; L = 20: lanes 2 and 3 see no key at all */
     case_attention("attention_split_keys_L20_d16", 1, 20, 2, 16, 0);
     /* enough blocks -> one lane per query, a partial last query tile */
     case_attention("attention_one_lane_L130_h8_b8", 8, 130, 8, 40, 0);
@@ -785,8 +785,8 @@ static void run_attention_cases(void)
     case_attention_math("attention_fast_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_FAST);
 }
 
-/* Closes and reopens device 0 so that GEMM knobs set in the environment
- * (read when a device opens) take effect; `mode` names the pass in the
+/* Closes and reopens device 0 so that GEMM and attention knobs set in the
+ * environment (read when a device opens) take effect; `mode` names the pass in the
  * output. 0 or -1 (message printed). */
 static int reopen_device(const char *mode)
 {
