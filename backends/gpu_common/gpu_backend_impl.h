@@ -81,6 +81,7 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
     d->opctx.gemm = NULL;
     d->opctx.conv = NULL;
     d->opctx.conv_scratch = NULL;
+    d->opctx.cluster_gemm = 0;
     const char *env = getenv(MVRT_GPU_ENV_PREFIX "GEMM");
     if (env && strcmp(env, "builtin") == 0) return;
 #if defined(MVRT_GPU_HOST_CUDA)
@@ -99,6 +100,15 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
             d->opctx.conv = mvrt_cuda_conv_3xtf32;
             d->opctx.conv_scratch = mvrt_cuda_conv_3xtf32_scratch;
         }
+        /* small fp32 GEMMs as one cluster kernel on sm_90+ (split-K summed
+         * in distributed shared memory: linear_gpu_cluster.cuh), where fp32
+         * GEMMs are not pinned to SGEMM. MVRT_CUDA_GEMM_CLUSTER=n: at most
+         * n slices per cluster (1, 2, 4 or 8; 0: off) */
+        const char *fp32 = getenv("MVRT_CUDA_FP32_GEMM");
+        const char *cl = getenv("MVRT_CUDA_GEMM_CLUSTER");
+        const int slices = cl ? atoi(cl) : 8;
+        if (d->prop.major >= 9 && !(fp32 && strcmp(fp32, "sgemm") == 0) && slices >= 1)
+            d->opctx.cluster_gemm = slices > 8 ? 8 : slices;
     }
 #endif
 }
@@ -112,6 +122,7 @@ static void mvrt_gpu_blas_close(mvrt_gpu_device_t *d)
     d->opctx.gemm = NULL;
     d->opctx.conv = NULL;
     d->opctx.conv_scratch = NULL;
+    d->opctx.cluster_gemm = 0;
 }
 
 /* Maps a vendor error to a status and records "what: <error name>: text".

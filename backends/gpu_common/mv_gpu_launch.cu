@@ -15,6 +15,7 @@
 
 #include "ops/layernorm/layernorm_gpu.cuh"
 #include "ops/linear/linear_gpu.cuh"
+#include "ops/linear/linear_gpu_cluster.cuh"
 #include "ops/dwconv1d/dwconv1d_gpu.cuh"
 #include "ops/attention/attention_gpu.cuh"
 #include "ops/conv2d/conv2d_gpu.cuh"
@@ -68,6 +69,18 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
              gpuError_t *err, char *msg, size_t msg_n)
 {
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_OP_OK;
+#if defined(MVRT_GPU_CUDA)
+    /* few output tiles (batch 1): split-K and its sum in one cluster
+     * kernel instead of a split vendor GEMM plus a summing kernel */
+    if (ctx->cluster_gemm > 0 && math == MVRT_MATH_FP32) {
+        const cgemm_plan pl = cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm);
+        if (pl.S > 0) {
+            const gpuError_t e = launch_gemm_cluster(g, pl, s);
+            if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+            return MVRT_GPU_OP_OK;
+        }
+    }
+#endif
     if (ctx->gemm && g.K > 0) {
         const int S = partials ? gemm_splits(g.batch, g.M, g.N, g.K, ctx) : 1;
         mvrt_gpu_gemm_t v = {};
@@ -345,10 +358,24 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         g.R = nullptr; g.ldr = 0; g.sr = 0;
         g.act = MVRT_ACT_NONE;
         g.beta = 0.f;
+        /* One image: T (Cout, Hout*Wout) is the image's y, so the GEMM
+         * writes y with the bias, activation and residual in its epilogue
+         * (no gather pass; batch 1). Not where the residual overlaps y: a
+         * vendor GEMM that writes Y before the epilogue reads R would lose it. */
+        float *yimg = p.y + b0 * out_img;
+        const float *rimg = p.residual ? p.residual + b0 * out_img : nullptr;
+        const bool to_y = nb == 1 && (!rimg || rimg + out_img <= yimg || yimg + out_img <= rimg);
+        if (to_y) {
+            g.Y = yimg; g.ldy = c.nsp;
+            g.bias = p.bias;
+            g.R = rimg; g.ldr = c.nsp;
+            g.act = p.activation;
+        }
         float *partials = splitk_bytes(1, g.M, g.N, g.K, ctx) > 0 ? (float *)((char *)scratch + conv_splitk_offset(c))
                                                                    : nullptr;
         const int rc = run_gemm(g, math, ctx, partials, s, err, msg, msg_n);
         if (rc != MVRT_GPU_OP_OK) return rc;
+        if (to_y) continue;
         e = launch_conv_gather(p, c, b0, nb, T, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     }

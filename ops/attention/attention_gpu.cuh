@@ -25,6 +25,7 @@
 
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
+#include "../common/gpu_mma_tf32.cuh"
 #include <math.h>
 #include <stdint.h>
 
@@ -493,32 +494,6 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
  * (c + 4, g); C as in m16n8k16. */
 #define MVRT_ATT_TF_TQ 64 /* queries per block: 4 warps of 16 */
 #define MVRT_ATT_TF_TK 64 /* keys per staged tile */
-#ifdef MVRT_ATT_MMA_DEVICE
-static __device__ __forceinline__ void att_split_tf32(float x, uint32_t &big, uint32_t &small)
-{
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x));
-    const float rest = x - __uint_as_float(big); /* exact */
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(small) : "f"(rest));
-}
-static __device__ __forceinline__ void att_mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-/* c += a.b as 3xTF32 (the small products first) */
-static __device__ __forceinline__ void att_mma_3xtf32(float (&c)[4], const uint32_t (&ab)[4], const uint32_t (&as)[4],
-                                                      float b0, float b1)
-{
-    uint32_t bb0, bs0, bb1, bs1;
-    att_split_tf32(b0, bb0, bs0);
-    att_split_tf32(b1, bb1, bs1);
-    att_mma_tf32(c, as, bb0, bb1);
-    att_mma_tf32(c, ab, bs0, bs1);
-    att_mma_tf32(c, ab, bb0, bb1);
-}
-#endif
 
 template <int DP>
 __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel(mvrt_attention_params_t p, bool vec4)
@@ -559,10 +534,10 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
 #pragma unroll
         for (int kk = 0; kk < DP / 8; kk++) {
             const float *r0 = Ks + (warp * 16 + g) * S + kk * 8 + c, *r1 = r0 + 8 * S;
-            att_split_tf32(r0[0], qb[kk][0], qs[kk][0]);
-            att_split_tf32(r1[0], qb[kk][1], qs[kk][1]);
-            att_split_tf32(r0[4], qb[kk][2], qs[kk][2]);
-            att_split_tf32(r1[4], qb[kk][3], qs[kk][3]);
+            mma_split_tf32(r0[0], qb[kk][0], qs[kk][0]);
+            mma_split_tf32(r1[0], qb[kk][1], qs[kk][1]);
+            mma_split_tf32(r0[4], qb[kk][2], qs[kk][2]);
+            mma_split_tf32(r1[4], qb[kk][3], qs[kk][3]);
         }
         float o[DP / 8][4];
 #pragma unroll
@@ -599,7 +574,7 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
                         const float *kr = Ks + (kh + nb * 8 + g) * S + c;
 #pragma unroll
                         for (int kk = 0; kk < DP / 8; kk++)
-                            att_mma_3xtf32(sc[nb], qb[kk], qs[kk], kr[kk * 8], kr[kk * 8 + 4]);
+                            mma_3xtf32(sc[nb], qb[kk], qs[kk], kr[kk * 8], kr[kk * 8 + 4]);
                     }
                 }
                 /* rows g and g + 8 (key kt0 + kh < L exists) */
@@ -609,13 +584,13 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
                 for (int kc = 0; kc < KB / 8; kc++) {
                     if (kt0 + kh + kc * 8 >= L) break; /* whole block past L: P is 0 there */
                     uint32_t pb[4], ps[4];
-                    att_split_tf32(sc[kc][0], pb[0], ps[0]);
-                    att_split_tf32(sc[kc][2], pb[1], ps[1]);
-                    att_split_tf32(sc[kc][1], pb[2], ps[2]);
-                    att_split_tf32(sc[kc][3], pb[3], ps[3]);
+                    mma_split_tf32(sc[kc][0], pb[0], ps[0]);
+                    mma_split_tf32(sc[kc][2], pb[1], ps[1]);
+                    mma_split_tf32(sc[kc][1], pb[2], ps[2]);
+                    mma_split_tf32(sc[kc][3], pb[3], ps[3]);
                     const float *v0 = Vs + (kh + kc * 8 + 2 * c) * S + g, *v1 = v0 + S;
 #pragma unroll
-                    for (int j = 0; j < DP / 8; j++) att_mma_3xtf32(o[j], pb, ps, v0[j * 8], v1[j * 8]);
+                    for (int j = 0; j < DP / 8; j++) mma_3xtf32(o[j], pb, ps, v0[j * 8], v1[j * 8]);
                 }
             }
         }

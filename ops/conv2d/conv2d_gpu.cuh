@@ -11,7 +11,10 @@
  * efficient (cuBLAS fp32: 47 TFLOP/s measured with ncu on an H100 for the
  * 160-channel convs of MambaVision-T at batch 256). T, channel-major, also lives in the scratch; a
  * gather kernel writes Y (nb, Cout, Hout*Wout) with the bias (per output
- * channel), the activation and the residual. Chunks are sized so that
+ * channel), the activation and the residual. A chunk of one image (batch
+ * 1) needs no gather: T is that image's Y, and the GEMM writes it with
+ * the bias, activation and residual in its epilogue (unless the residual
+ * overlaps Y). Chunks are sized so that
  * X_col + T fit MVRT_CONV_SCRATCH_CAP (one image at least), so the scratch
  * stays bounded at any batch (measured on an H100, MambaVision-T batch 256:
  * caps of 256 / 64 / 24 MiB give 81 / 82 / 94 ms per batch: large GEMMs win

@@ -11,8 +11,10 @@
  * compared with the reference, every other element of the output buffer
  * (gaps, padding) must be bit-for-bit untouched. The large cases compare
  * sampled rows/images only (the double reference would take minutes).
- * The linear and conv2d cases run three times: on the default path (CUDA:
- * fp32 GEMMs on CUTLASS 3xTF32 where built and aligned, else cuBLAS), with
+ * The linear and conv2d cases run five times: on the default path (CUDA:
+ * small fp32 GEMMs on the cluster GEMM on sm_90+, the others on CUTLASS
+ * 3xTF32 where built and aligned, else cuBLAS), with the cluster GEMM
+ * limited to 2 slices (MVRT_CUDA_GEMM_CLUSTER=2) and off (=0), with
  * MVRT_CUDA_FP32_GEMM=sgemm (cuBLAS SGEMM) and with <prefix>GEMM=builtin
  * (our own GEMM kernel, the HIP path).
  * Two ops are also captured into a graph and replayed.
@@ -699,6 +701,18 @@ static const lcase_t linear_cases[] = {
     {"linear_3xtf32_nt_beta1_bias_M3",   1,   3,   20,  36, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
     {"linear_3xtf32_nn_M320_wide",       1, 320, 12544, 1440, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 64},
     {"linear_3xtf32_nt_shared_a_K4100",  2,  36,   44, 4100, 0, 1, 0, 0, 0, 1, 0, 1, GELU, 0, FP32, 0},
+    /* few output tiles in fp32: the cluster GEMM on sm_90+ (split-K over
+     * a thread-block cluster, S = 8 / 8 / 4 / 2 / 2 / 8 slices on a 132-SM
+     * device; 16-byte copies where rows allow, 4-byte otherwise; slices
+     * partly past K); K = 3100 would need slices over its 384 limit and
+     * takes the vendor path */
+    {"linear_cluster_b1_inproj",         1, 196,  320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_cluster_fc2_s4_beta1",      1,  49,  640, 2560, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
+    {"linear_cluster_tt_ld49",           1,  49,   36,  160, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 0, FP32, 0},
+    {"linear_cluster_nn_K72_rowbias",    1, 160,  196,   72, 0, 0, 0, 0, 0, 0, 0, 2, SILU, 0, FP32, 0},
+    {"linear_cluster_uneven_slices_pad", 1,  70,  130,  100, 0, 1, 3, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0},
+    {"linear_cluster_tn_batch3_K1000",   3,  65,   33, 1000, 1, 0, 0, 4, 0, 0, 1, 2, NONE, 1, FP32, 0},
+    {"linear_cluster_K3100_declines",    1,  64,   64, 3100, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
     {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
     {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
@@ -875,6 +889,15 @@ int main(int argc, char **argv)
      * 1e-3 sqrt(K), rtol 5e-3. conv2d: atol 1e-6 sqrt(Cin k^2) + 1e-6, rtol 1e-5 */
     run_gemm_cases();
     run_attention_cases();
+
+    /* the cluster GEMM limited to 2 slices, then off (small fp32 GEMMs on
+     * the split CUTLASS / cuBLAS path) */
+    setenv("MVRT_CUDA_GEMM_CLUSTER", "2", 1);
+    if (reopen_device("cluster2") != 0) return 1;
+    run_gemm_cases();
+    setenv("MVRT_CUDA_GEMM_CLUSTER", "0", 1);
+    if (reopen_device("nocluster") != 0) return 1;
+    run_gemm_cases();
 
     /* the same GEMM cases with fp32 GEMMs on cuBLAS SGEMM instead of
      * 3xTF32, and the attention cases on the fp32 SIMT kernels */

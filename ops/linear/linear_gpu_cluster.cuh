@@ -1,0 +1,306 @@
+/* Small fp32 GEMMs in one kernel: split-K across a thread-block cluster,
+ * the slices summed through distributed shared memory (NVIDIA sm_90+ only;
+ * included by backends/gpu_common/mv_gpu_launch.cu after linear_gpu.cuh;
+ * HIP and older targets compile an empty kernel and never launch it).
+ *
+ * Why: at batch 1 a MambaVision GEMM has few output tiles (M = 196 or 49
+ * tokens), so the vendor path cuts K into S slices, writes S partial
+ * products and sums them in a second kernel (splitk_epilogue_kernel). On
+ * an H100 that pair costs ~8 us per GEMM for ~1 us of work, and batch-1
+ * MambaVision-T runs ~70 of them (ncu, 2026-11-26). Here the S blocks of one
+ * output tile form a cluster: each multiplies its K slice (3xTF32 on
+ * mma.sync, fp32 accuracy as the CUTLASS path), stores its 64 x 64 partial
+ * tile in its own shared memory, and after a cluster barrier block r sums
+ * rows [r 64/S, (r+1) 64/S) of all S partial tiles, in slice order (fixed:
+ * bitwise reproducible), through distributed shared memory, and applies
+ * the full epilogue (bias per row or column, activation, residual, beta).
+ * One launch, no global workspace.
+ *
+ * Layout: grid (tiles, batch, S), cluster (1, 1, S), 128 threads (4 warps,
+ * each a 32 x 32 quarter of the tile). A block copies its whole K slice of
+ * both operands at once (cp.async, 16-byte pieces where every row allows,
+ * else 4-byte; zero-filled beyond M, N and K), in the operand's stored
+ * orientation: rows along the contiguous dimension padded to a stride of
+ * 8 mod 32 words (k contiguous) or 68 words (m or n contiguous). The k
+ * positions of each block of 8 are taken in the order 0,4,1,5,2,6,3,7 by
+ * both operands (a sum over k does not depend on its order): the two k
+ * values of a lane's fragment, c and c + 4, are then adjacent in memory,
+ * one 8-byte load where k is contiguous, and every fragment load of a
+ * warp hits 32 distinct banks. */
+#ifndef MVRT_OPS_LINEAR_GPU_CLUSTER_CUH
+#define MVRT_OPS_LINEAR_GPU_CLUSTER_CUH
+
+#include "../common/gpu_mma_tf32.cuh"
+#if defined(MVRT_GPU_CUDA)
+#include <cooperative_groups.h>
+#endif
+
+namespace mvrt_mv_gpu {
+
+#define MVRT_CGEMM_TILE 64        /* output tile: 64 x 64 */
+#define MVRT_CGEMM_THREADS 128
+#define MVRT_CGEMM_SLICES_MAX 8   /* cluster size (the portable limit) */
+#define MVRT_CGEMM_KS_MAX 384     /* K per slice: both operands' slices fit in 227 KB */
+#define MVRT_CGEMM_WIDE 68        /* row stride of an m- or n-contiguous slice (4 mod 32 words) */
+#define MVRT_CGEMM_RED 72         /* row stride of the partial tile (8 mod 32 words) */
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(MVRT_GPU_HIP)
+#define MVRT_CGEMM_DEVICE 1
+#endif
+
+/* Row stride of a k-contiguous slice: 8 mod 32 words (the 8-byte
+ * fragment loads of a half-warp, 4 rows x 8 words, hit 32 banks). */
+static inline __host__ __device__ int cgemm_kstride(int ks) { return ks + ((8 - ks % 32) + 32) % 32; }
+/* Shared-memory words of one operand's slice: 64 rows of cgemm_kstride(ks)
+ * when k is contiguous, else ks rows of MVRT_CGEMM_WIDE. */
+static inline __host__ __device__ int cgemm_operand_words(bool k_contiguous, int ks)
+{
+    return k_contiguous ? MVRT_CGEMM_TILE * cgemm_kstride(ks) : ks * MVRT_CGEMM_WIDE;
+}
+static inline __host__ __device__ int cgemm_smem_bytes(bool ta, bool tb, int ks)
+{
+    const int ops = cgemm_operand_words(!ta, ks) + cgemm_operand_words(tb, ks);
+    const int red = MVRT_CGEMM_TILE * MVRT_CGEMM_RED;
+    return 4 * (ops > red ? ops : red);
+}
+
+#ifdef MVRT_CGEMM_DEVICE
+/* Copies VEC bytes global -> shared asynchronously; `valid` false stores
+ * zeros (src-size 0: nothing is read). */
+template <int VEC> static __device__ __forceinline__ void cgemm_copy(float *dst, const float *src, bool valid)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    const int n = valid ? VEC : 0;
+    if constexpr (VEC == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(n) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sa), "l"(src), "r"(n) : "memory");
+}
+
+/* One operand's slice: `rows` x `cols` stored elements (cols contiguous in
+ * global memory at stride ld, rows limited to rows_valid, cols to
+ * cols_valid) into shared rows of `sstride` words. */
+template <int VEC>
+static __device__ __forceinline__ void cgemm_stage(float *dst, int sstride, const float *src, int64_t ld, int rows,
+                                                   int cols, int rows_valid, int cols_valid)
+{
+    constexpr int E = VEC / 4;
+    const int per_row = cols / E; /* cols is a multiple of 8 */
+    const int total = rows * per_row;
+    for (int i = threadIdx.x; i < total; i += MVRT_CGEMM_THREADS) {
+        const int r = i / per_row, c = (i - r * per_row) * E;
+        const bool ok = r < rows_valid && c < cols_valid;
+        cgemm_copy<VEC>(dst + r * sstride + c, ok ? src + r * ld + c : src, ok);
+    }
+}
+#endif
+
+/* Grid (tiles_m * tiles_n, batch, S) in clusters of (1, 1, S); ks: K per
+ * slice (a multiple of 8, <= MVRT_CGEMM_KS_MAX). VEC 16 needs every stored
+ * row of A and B (and its start) 16-byte aligned and its contiguous extent
+ * a multiple of 4; VEC 4 has no condition. */
+template <bool TA, bool TB, int VEC>
+__global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_args g, int ks, int tiles_n)
+{
+#ifdef MVRT_CGEMM_DEVICE
+    namespace cg = cooperative_groups;
+    extern __shared__ float4 cgemm_smem4[];
+    float *const sm = reinterpret_cast<float *>(cgemm_smem4);
+    constexpr int T = MVRT_CGEMM_TILE;
+    const int S = (int)gridDim.z, rank = (int)blockIdx.z; /* the cluster spans z */
+    const int tm = (int)blockIdx.x / tiles_n, tn = (int)blockIdx.x - tm * tiles_n;
+    const int64_t m0 = (int64_t)tm * T, n0 = (int64_t)tn * T, bz = blockIdx.y;
+    const int64_t k0 = (int64_t)rank * ks;
+    const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < ks ? g.K - k0 : ks);
+    const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
+
+    /* A's slice: !TA (m, k) at m * ksp + k; TA at k * WIDE + m. B's:
+     * TB (n, k) at n * ksp + k; !TB at k * WIDE + n. */
+    const int ksp = cgemm_kstride(ks);
+    float *const As = sm;
+    float *const Bs = sm + cgemm_operand_words(!TA, ks);
+    const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
+    if (!TA) cgemm_stage<VEC>(As, ksp, A + m0 * g.lda + k0, g.lda, T, ks, mval, klen);
+    else cgemm_stage<VEC>(As, MVRT_CGEMM_WIDE, A + k0 * g.lda + m0, g.lda, ks, T, klen, mval);
+    if (TB) cgemm_stage<VEC>(Bs, ksp, B + n0 * g.ldb + k0, g.ldb, T, ks, nval, klen);
+    else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + k0 * g.ldb + n0, g.ldb, ks, T, klen, nval);
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+    __syncthreads();
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, c = lane & 3;
+    const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+    /* the (k = c, k = c + 4) pair of row m (or column n) in a block of 8 at kk */
+    auto a_pair = [&](int m, int kk) {
+        if constexpr (TA) return make_float2(As[(kk + 2 * c) * MVRT_CGEMM_WIDE + m], As[(kk + 2 * c + 1) * MVRT_CGEMM_WIDE + m]);
+        else return *reinterpret_cast<const float2 *>(As + m * ksp + kk + 2 * c);
+    };
+    auto b_pair = [&](int n, int kk) {
+        if constexpr (TB) return *reinterpret_cast<const float2 *>(Bs + n * ksp + kk + 2 * c);
+        else return make_float2(Bs[(kk + 2 * c) * MVRT_CGEMM_WIDE + n], Bs[(kk + 2 * c + 1) * MVRT_CGEMM_WIDE + n]);
+    };
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    const int kend = (klen + 7) & ~7; /* zero-filled up to ks */
+#pragma unroll 2
+    for (int kk = 0; kk < kend; kk += 8) {
+        uint32_t ab[2][4], as[2][4], bb[4][2], bs[4][2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int r = wm + i * 16 + gq;
+            const float2 lo = a_pair(r, kk), hi = a_pair(r + 8, kk);
+            mma_split_tf32(lo.x, ab[i][0], as[i][0]);
+            mma_split_tf32(hi.x, ab[i][1], as[i][1]);
+            mma_split_tf32(lo.y, ab[i][2], as[i][2]);
+            mma_split_tf32(hi.y, ab[i][3], as[i][3]);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float2 v = b_pair(wn + j * 8 + gq, kk);
+            mma_split_tf32(v.x, bb[j][0], bs[j][0]);
+            mma_split_tf32(v.y, bb[j][1], bs[j][1]);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) mma_3xtf32_split(acc[i][j], ab[i], as[i], bb[j], bs[j]);
+    }
+
+    /* the partial tile into this block's shared memory (over the slices) */
+    __syncthreads();
+    float *const red = sm;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int r = wm + i * 16 + gq, col = wn + j * 8 + 2 * c;
+            *reinterpret_cast<float2 *>(red + r * MVRT_CGEMM_RED + col) = make_float2(acc[i][j][0], acc[i][j][1]);
+            *reinterpret_cast<float2 *>(red + (r + 8) * MVRT_CGEMM_RED + col) = make_float2(acc[i][j][2], acc[i][j][3]);
+        }
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync(); /* every slice's partial tile is visible cluster-wide */
+
+    /* block `rank` finishes rows [rank * T / S, (rank + 1) * T / S), four
+     * columns per thread (16-byte reads of every slice's partial tile) */
+    const int rows = T / S, row0 = rank * rows;
+    float *Y = g.Y + bz * g.sy;
+    const float *R = g.R ? g.R + bz * g.sr : nullptr;
+    for (int e = threadIdx.x; e < rows * (T / 4); e += MVRT_CGEMM_THREADS) {
+        const int r = row0 + e / (T / 4), col = (e % (T / 4)) * 4;
+        if (r >= mval || col >= nval) continue; /* no barrier below: leaving early is safe */
+        float4 part[MVRT_CGEMM_SLICES_MAX];
+#pragma unroll
+        for (int s = 0; s < MVRT_CGEMM_SLICES_MAX; ++s)
+            if (s < S) part[s] = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, s) + r * MVRT_CGEMM_RED + col);
+        float4 v = part[0];
+#pragma unroll
+        for (int s = 1; s < MVRT_CGEMM_SLICES_MAX; ++s)
+            if (s < S) v.x += part[s].x, v.y += part[s].y, v.z += part[s].z, v.w += part[s].w;
+        const float vs[4] = {v.x, v.y, v.z, v.w};
+        const int64_t m = m0 + r;
+        float *yrow = Y + m * g.ldy;
+        const float *rrow = R ? R + m * g.ldr : nullptr;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int64_t n = n0 + col + j;
+            if (col + j < nval) epilogue_store(g, vs[j], m, n, yrow + n, rrow ? rrow + n : nullptr);
+        }
+    }
+    cluster.sync(); /* no block leaves while another still reads its tile */
+#else
+    (void)g, (void)ks, (void)tiles_n;
+#endif
+}
+
+#if defined(MVRT_GPU_CUDA)
+/* The cluster GEMM's plan for g: slices S (0: not taken) and K per slice.
+ * S is the largest power of two <= max_slices (and 8) with K / S >= 32 whose
+ * tiles x S blocks all fit on the SMs at once (blocks per SM bounded by
+ * shared memory and registers): a second wave would double the latency.
+ * Not taken (the vendor path runs) for S = 1 (K < 64: one block would run
+ * the whole tile's epilogue, measured slower than GEMM + epilogue kernel),
+ * for slices over MVRT_CGEMM_KS_MAX, and where even 64 x 64 tiles x the
+ * batch reach the SM count. Measured on an H200 (ncu, batch-1
+ * MambaVision-T): 1.5-4.8 us saved per GEMM where taken; the 80- and
+ * 160-channel convs at 56x56 / 28x28 (784 and 312 blocks of 52 / 100 KB)
+ * were 3-7 us slower in two waves. */
+struct cgemm_plan {
+    int S, ks;
+};
+#define MVRT_CGEMM_SM_SMEM 233472 /* shared memory per SM on sm_90 (228 KB) */
+#define MVRT_CGEMM_SM_BLOCKS 5    /* blocks per SM by registers (~80 per thread) */
+static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int max_slices)
+{
+    cgemm_plan p = {0, 0};
+    if (max_slices < 2 || g.y16 || g.K < 64 || g.batch > 65535 || g.M > INT32_MAX / 2 || g.N > INT32_MAX / 2)
+        return p;
+    const int64_t tiles = ((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE) * ((g.N + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
+    if (tiles * g.batch >= sm_count) return p;
+    int S = 1;
+    while (2 * S <= max_slices && 2 * S <= MVRT_CGEMM_SLICES_MAX && g.K / (2 * S) >= 32) S *= 2;
+    for (; S >= 2; S /= 2) {
+        const int64_t ks = ((g.K + S - 1) / S + 7) / 8 * 8;
+        if (ks > MVRT_CGEMM_KS_MAX) return p; /* fewer slices are only longer */
+        const int smem = cgemm_smem_bytes(g.ta != 0, g.tb != 0, (int)ks);
+        int per_sm = MVRT_CGEMM_SM_SMEM / (smem + 1024);
+        if (per_sm > MVRT_CGEMM_SM_BLOCKS) per_sm = MVRT_CGEMM_SM_BLOCKS;
+        if (tiles * g.batch * S <= (int64_t)per_sm * sm_count) {
+            p.S = S;
+            p.ks = (int)ks;
+            return p;
+        }
+    }
+    return p;
+}
+
+static inline bool cgemm_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+template <bool TA, bool TB>
+static gpuError_t launch_gemm_cluster_t(const gemm_args &g, const cgemm_plan &pl, int vec, gpuStream_t s)
+{
+    const int tiles_n = (int)((g.N + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
+    const int tiles_m = (int)((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
+    const int smem = cgemm_smem_bytes(TA, TB, pl.ks);
+    void (*fn)(gemm_args, int, int) = vec == 16 ? gemm_cluster_kernel<TA, TB, 16> : gemm_cluster_kernel<TA, TB, 4>;
+    if (smem > 48 * 1024) {
+        const cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != cudaSuccess) return e;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(tiles_m * tiles_n), (unsigned)g.batch, (unsigned)pl.S);
+    cfg.blockDim = dim3(MVRT_CGEMM_THREADS);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = (unsigned)pl.S;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, fn, g, pl.ks, tiles_n);
+}
+
+/* Queues g on the cluster GEMM with plan pl (from cgemm_plan_for). */
+static gpuError_t launch_gemm_cluster(const gemm_args &g, const cgemm_plan &pl, gpuStream_t s)
+{
+    /* 16-byte pieces: every stored row's start aligned, its contiguous
+     * extent (K, or M / N for the transposed layouts) a multiple of 4 */
+    const int64_t a_extent = g.ta ? g.M : g.K, b_extent = g.tb ? g.K : g.N;
+    const bool v16 = cgemm_aligned(g.A) && cgemm_aligned(g.B) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
+                     g.sa % 4 == 0 && g.sb % 4 == 0 && a_extent % 4 == 0 && b_extent % 4 == 0;
+    const int vec = v16 ? 16 : 4;
+    if (!g.ta && !g.tb) return launch_gemm_cluster_t<false, false>(g, pl, vec, s);
+    if (!g.ta && g.tb) return launch_gemm_cluster_t<false, true>(g, pl, vec, s);
+    if (g.ta && !g.tb) return launch_gemm_cluster_t<true, false>(g, pl, vec, s);
+    return launch_gemm_cluster_t<true, true>(g, pl, vec, s);
+}
+#endif
+
+} // namespace mvrt_mv_gpu
+
+#endif
