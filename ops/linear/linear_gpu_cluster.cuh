@@ -40,7 +40,7 @@ namespace mvrt_mv_gpu {
 #define MVRT_CGEMM_TILE 64        /* output tile: 64 x 64 */
 #define MVRT_CGEMM_THREADS 128
 #define MVRT_CGEMM_SLICES_MAX 8   /* cluster size (the portable limit) */
-#define MVRT_CGEMM_KS_MAX 384     /* K per slice: both operands' slices fit in 227 KB */
+#define MVRT_CGEMM_KS_MAX 64      /* K per slice (see cgemm_plan_for) */
 #define MVRT_CGEMM_WIDE 68        /* row stride of an m- or n-contiguous slice (4 mod 32 words) */
 #define MVRT_CGEMM_RED 72         /* row stride of the partial tile (8 mod 32 words) */
 
@@ -223,11 +223,14 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
  * shared memory and registers): a second wave would double the latency.
  * Not taken (the vendor path runs) for S = 1 (K < 64: one block would run
  * the whole tile's epilogue, measured slower than GEMM + epilogue kernel),
- * for slices over MVRT_CGEMM_KS_MAX, and where even 64 x 64 tiles x the
- * batch reach the SM count. Measured on an H200 (ncu, batch-1
- * MambaVision-T): 1.5-4.8 us saved per GEMM where taken; the 80- and
- * 160-channel convs at 56x56 / 28x28 (784 and 312 blocks of 52 / 100 KB)
- * were 3-7 us slower in two waves. */
+ * for slices over MVRT_CGEMM_KS_MAX = 64 (K > 512), and where even 64 x 64
+ * tiles x the batch reach the SM count. Measured on an H200 (ncu, batch-1
+ * MambaVision-T): 1.5-2.3 us saved per GEMM on the K = 320 linears. Longer
+ * slices were tried and not kept: the mma accumulation rounds less
+ * carefully than fp32 adds, and one accumulator over a 320-long slice gave
+ * 4-5x the error of cuBLAS SGEMM; summing 64-long chunks in fp32 adds fixed
+ * that but cost registers, and the long-K GEMMs (fc2, the convs) were then
+ * no faster than the vendor path. */
 struct cgemm_plan {
     int S, ks;
 };

@@ -702,17 +702,18 @@ static const lcase_t linear_cases[] = {
     {"linear_3xtf32_nn_M320_wide",       1, 320, 12544, 1440, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 64},
     {"linear_3xtf32_nt_shared_a_K4100",  2,  36,   44, 4100, 0, 1, 0, 0, 0, 1, 0, 1, GELU, 0, FP32, 0},
     /* few output tiles in fp32: the cluster GEMM on sm_90+ (split-K over
-     * a thread-block cluster, S = 8 / 8 / 4 / 2 / 2 / 8 slices on a 132-SM
-     * device; 16-byte copies where rows allow, 4-byte otherwise; slices
-     * partly past K); K = 3100 would need slices over its 384 limit and
-     * takes the vendor path */
+     * a thread-block cluster, S = 8 / 8 / 4 / 2 / 2 / 8 / 8 slices on a
+     * 132-SM device; 16-byte copies where rows allow, 4-byte otherwise;
+     * slices partly or wholly past K); K = 1280 would need slices over its
+     * 64 limit and takes the vendor path */
     {"linear_cluster_b1_inproj",         1, 196,  320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    {"linear_cluster_fc2_s4_beta1",      1,  49,  640, 2560, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
+    {"linear_cluster_s4_beta1_K512",     1,  49,  640,  512, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
     {"linear_cluster_tt_ld49",           1,  49,   36,  160, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 0, FP32, 0},
     {"linear_cluster_nn_K72_rowbias",    1, 160,  196,   72, 0, 0, 0, 0, 0, 0, 0, 2, SILU, 0, FP32, 0},
     {"linear_cluster_uneven_slices_pad", 1,  70,  130,  100, 0, 1, 3, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0},
-    {"linear_cluster_tn_batch3_K1000",   3,  65,   33, 1000, 1, 0, 0, 4, 0, 0, 1, 2, NONE, 1, FP32, 0},
-    {"linear_cluster_K3100_declines",    1,  64,   64, 3100, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_cluster_tn_batch3_K500",    3,  65,   33,  500, 1, 0, 0, 4, 0, 0, 1, 2, NONE, 1, FP32, 0},
+    {"linear_cluster_conv_nn_K264",      1, 160,  392,  264, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 0},
+    {"linear_cluster_K1280_declines",    1,  64,   64, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
     {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
     {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
