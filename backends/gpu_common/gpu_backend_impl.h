@@ -103,7 +103,7 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
         /* small fp32 GEMMs as one cluster kernel on sm_90+ (split-K summed
          * in distributed shared memory: linear_gpu_cluster.cuh), where fp32
          * GEMMs are not pinned to SGEMM. MVRT_CUDA_GEMM_CLUSTER=n: at most
-         * n slices per cluster (1, 2, 4 or 8; 0: off) */
+         * n slices per cluster (2, 4 or 8; 0 or 1: off) */
         const char *fp32 = getenv("MVRT_CUDA_FP32_GEMM");
         const char *cl = getenv("MVRT_CUDA_GEMM_CLUSTER");
         const int slices = cl ? atoi(cl) : 8;

@@ -76,8 +76,14 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
         const cgemm_plan pl = cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm);
         if (pl.S > 0) {
             const gpuError_t e = launch_gemm_cluster(g, pl, s);
-            if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
-            return MVRT_GPU_OP_OK;
+            if (e == cudaErrorInvalidClusterSize) {
+                /* a device (or MIG slice) that cannot co-schedule the
+                 * cluster: the vendor path below runs instead */
+                (void)cudaGetLastError();
+            } else {
+                if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+                return MVRT_GPU_OP_OK;
+            }
         }
     }
 #endif

@@ -6,8 +6,8 @@
  * Why: at batch 1 a MambaVision GEMM has few output tiles (M = 196 or 49
  * tokens), so the vendor path cuts K into S slices, writes S partial
  * products and sums them in a second kernel (splitk_epilogue_kernel). On
- * an H100 that pair costs ~8 us per GEMM for ~1 us of work, and batch-1
- * MambaVision-T runs ~70 of them (ncu, 2026-11-26). Here the S blocks of one
+ * an H200 that pair costs ~8-10 us per GEMM (ncu) for ~1 us of work, and
+ * batch-1 MambaVision-T runs ~70 of them (2026-11-26). Here the S blocks of one
  * output tile form a cluster: each multiplies its K slice (3xTF32 on
  * mma.sync, fp32 accuracy as the CUTLASS path), stores its 64 x 64 partial
  * tile in its own shared memory, and after a cluster barrier block r sums
