@@ -258,10 +258,14 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
          * SIMT kernel (tests compare both; no accuracy reason to) */
         const char *att = getenv("MVRT_CUDA_FP32_ATTENTION");
         d->opctx.mma_tf32x3 = d->prop.major >= 8 && !(att && strcmp(att, "simt") == 0);
+        /* key splits over clusters on sm_90+ (MVRT_CUDA_ATTENTION_SPLIT=0: off) */
+        const char *split = getenv("MVRT_CUDA_ATTENTION_SPLIT");
+        d->opctx.split_attention = d->prop.major >= 9 && !(split && strcmp(split, "0") == 0);
     }
 #else
     d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
     d->opctx.mma_tf32x3 = 0;
+    d->opctx.split_attention = 0;
 #endif
     mvrt_gpu_blas_open(d);
     {

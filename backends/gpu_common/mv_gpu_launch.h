@@ -56,6 +56,9 @@ typedef struct mvrt_gpu_op_ctx {
      * as one cluster kernel (split-K summed in distributed shared memory)
      * with at most this many K slices; 0: never */
     int cluster_gemm;
+    /* NVIDIA sm_90+: fp32/fast attention with few blocks splits the keys
+     * over a cluster (attention_tf32x3_kernel) */
+    int split_attention;
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
     /* A vendor conv2d for whole ops (CUDA: backends/cuda/cuda_conv_3xtf32.h);

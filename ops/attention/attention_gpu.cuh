@@ -28,6 +28,9 @@
 #include "../common/gpu_mma_tf32.cuh"
 #include <math.h>
 #include <stdint.h>
+#if defined(MVRT_GPU_CUDA)
+#include <cooperative_groups.h>
+#endif
 
 namespace mvrt_mv_gpu {
 
@@ -495,10 +498,24 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #define MVRT_ATT_TF_TQ 64 /* queries per block: 4 warps of 16 */
 #define MVRT_ATT_TF_TK 64 /* keys per staged tile */
 
-template <int DP>
+/* Key splits (R > 1, NVIDIA sm_90+): at small batch the grid has few blocks
+ * (MambaVision-T stage 3 at batch 1: 4 query tiles x 8 heads = 32), each
+ * walking all the keys (21 us per op on an H200). Then the R blocks of a
+ * cluster take every R-th key tile of the same queries, each keeps its own
+ * online-softmax state (row max m, row sum l, unnormalized O), writes it to
+ * its shared memory, and after a cluster barrier block r merges rows
+ * [r 64/R, (r+1) 64/R) of the R states through distributed shared memory,
+ * in block order: O = sum_i 2^(m_i - M) O_i / sum_i 2^(m_i - M) l_i with
+ * M = max_i m_i (a block without keys has m = -inf, l = 0: weight 0).
+ * Grid z = batch x R, cluster (1, 1, R). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(MVRT_GPU_HIP)
+#define MVRT_ATT_SPLIT_DEVICE 1
+#endif
+
+template <int DP, int R>
 __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel(mvrt_attention_params_t p, bool vec4)
 {
-#ifdef MVRT_ATT_MMA_DEVICE
+#if defined(MVRT_ATT_MMA_DEVICE) && (R == 1 || defined(MVRT_ATT_SPLIT_DEVICE))
     constexpr int TQ = MVRT_ATT_TF_TQ, TK = MVRT_ATT_TF_TK, KB = 32; /* KB: keys per softmax step */
     constexpr int S = DP + 4;  /* row stride in floats (a multiple of 4: float4 stores) */
     constexpr int C4 = DP / 4; /* float4 chunks of a row */
@@ -514,8 +531,9 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
     const int64_t q0 = (int64_t)blockIdx.x * TQ;
     const float qscale = p.scale * MVRT_ATT_LOG2E;
     const bool warp_rows = q0 + warp * 16 < L; /* this warp has a query */
+    const int rank = R > 1 ? (int)(blockIdx.z % R) : 0; /* key tiles rank, rank + R, ... */
 
-    for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
+    for (int64_t b = blockIdx.z / R; b < p.batch; b += gridDim.z / R) {
         const float *base = p.qkv + b * L * ld + (int64_t)h * d;
         /* ---- Q tile (scaled) -> shared memory -> split A fragments */
         {
@@ -544,7 +562,7 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
         for (int j = 0; j < DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
         float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f; /* rows g and g + 8 */
 
-        for (int64_t kt0 = 0; kt0 < L; kt0 += TK) {
+        for (int64_t kt0 = (int64_t)rank * TK; kt0 < L; kt0 += R * TK) {
             __syncthreads(); /* the previous tile (and Q's staging) is consumed */
             {
                 constexpr int PK = TK * C4 / 128;
@@ -594,8 +612,57 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
                 }
             }
         }
-        /* ---- normalize and store rows g, g + 8 of this warp */
-        att_store_rows(o, l0, l1, warp_rows, q0 + warp * 16 + g, c, d, L, C, p.out + b * L * C + (int64_t)h * d);
+        float *out = p.out + b * L * C + (int64_t)h * d;
+        if constexpr (R == 1) {
+            /* ---- normalize and store rows g, g + 8 of this warp */
+            att_store_rows(o, l0, l1, warp_rows, q0 + warp * 16 + g, c, d, L, C, out);
+        } else {
+#ifdef MVRT_ATT_SPLIT_DEVICE
+            /* ---- this block's state into Vs: row r = O (DP), m, l */
+#pragma unroll
+            for (int x = 1; x < 4; x <<= 1) {
+                l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
+                l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
+            }
+            __syncthreads(); /* every warp is done with the last tile */
+            if (warp_rows) {
+                float *r0 = Vs + (warp * 16 + g) * S, *r1 = r0 + 8 * S;
+#pragma unroll
+                for (int j = 0; j < DP / 8; j++) {
+                    const int k = j * 8 + 2 * c;
+                    r0[k] = o[j][0], r0[k + 1] = o[j][1];
+                    r1[k] = o[j][2], r1[k + 1] = o[j][3];
+                }
+                if (c == 0) r0[DP] = m0, r0[DP + 1] = l0, r1[DP] = m1, r1[DP + 1] = l1;
+            }
+            cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+            cluster.sync(); /* every block's state is visible cluster-wide */
+            /* ---- block rank merges rows [rank * TQ / R, (rank + 1) * TQ / R) */
+            constexpr int RR = TQ / R;
+            for (int e = t; e < RR * DP; e += 128) {
+                const int row = rank * RR + e / DP, col = e % DP;
+                if (q0 + row >= L || col >= d) continue;
+                float mi[R], li[R], oi[R];
+#pragma unroll
+                for (int i = 0; i < R; i++) {
+                    const float *pr = cluster.map_shared_rank(Vs, i) + row * S;
+                    mi[i] = pr[DP], li[i] = pr[DP + 1], oi[i] = pr[col];
+                }
+                float M = mi[0];
+#pragma unroll
+                for (int i = 1; i < R; i++) M = fmaxf(M, mi[i]);
+                float num = 0.f, den = 0.f;
+#pragma unroll
+                for (int i = 0; i < R; i++) {
+                    const float w = exp2f(mi[i] - M);
+                    num = fmaf(w, oi[i], num);
+                    den = fmaf(w, li[i], den);
+                }
+                out[(q0 + row) * C + col] = num / den;
+            }
+            cluster.sync(); /* no block reuses or leaves its Vs while others read it */
+#endif
+        }
         __syncthreads(); /* the next batch element restages Q */
     }
 #else
@@ -663,8 +730,37 @@ static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 gr
  * used for p.math == MVRT_MATH_BF16 and head_dim <= 64. mma_tf32x3: the
  * other modes run attention_tf32x3_kernel (head_dim <= 64). */
 #define MVRT_ATT_KS 4
+#if defined(MVRT_GPU_CUDA)
+/* attention_tf32x3_kernel<DP, R> with R key splits per cluster (R > 1). */
+template <int DP, int R>
+static cudaError_t launch_attention_split(const mvrt_attention_params_t &p, bool vec4, cudaStream_t s)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((p.length + MVRT_ATT_TF_TQ - 1) / MVRT_ATT_TF_TQ), (unsigned)p.heads,
+                       (unsigned)(p.batch * R));
+    cfg.blockDim = dim3(128);
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = R;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, attention_tf32x3_kernel<DP, R>, p, vec4);
+}
+template <int DP>
+static cudaError_t launch_attention_split_dp(const mvrt_attention_params_t &p, int R, bool vec4, cudaStream_t s)
+{
+    return R == 4 ? launch_attention_split<DP, 4>(p, vec4, s) : launch_attention_split<DP, 2>(p, vec4, s);
+}
+#endif
+
+/* split_keys (NVIDIA sm_90+): fp32/fast attention grids of fewer than half
+ * the SMs split the keys over clusters of 2 or 4 blocks (see
+ * attention_tf32x3_kernel). */
 static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma_bf16,
-                                                bool mma_tf32x3, mvrt_gpu_stream_t s)
+                                                bool mma_tf32x3, bool split_keys, mvrt_gpu_stream_t s)
 {
     if (p.batch <= 0 || p.length <= 0 || p.heads <= 0 || p.head_dim <= 0) return MVRT_GPU_SUCCESS;
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
@@ -682,16 +778,34 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
             default: attention_mma_kernel<64><<<grid, 128, 0, s>>>(p, vec4); break;
             }
         } else if (mma_tf32x3 && p.math != MVRT_MATH_BF16) {
-            const dim3 grid((unsigned)((p.length + MVRT_ATT_TF_TQ - 1) / MVRT_ATT_TF_TQ), (unsigned)p.heads, bz);
+            const int64_t tf_qtiles = (p.length + MVRT_ATT_TF_TQ - 1) / MVRT_ATT_TF_TQ;
+            const int64_t ktiles = (p.length + MVRT_ATT_TF_TK - 1) / MVRT_ATT_TF_TK;
+            const int R = !split_keys || 2 * tf_qtiles * p.heads * p.batch > sm_count || p.batch * 4 > 65535 ? 1
+                          : ktiles >= 4 ? 4 : ktiles >= 2 ? 2 : 1;
+#if defined(MVRT_GPU_CUDA)
+            if (R > 1) {
+                switch ((p.head_dim + 7) / 8) {
+                case 1: return launch_attention_split_dp<8>(p, R, vec4, s);
+                case 2: return launch_attention_split_dp<16>(p, R, vec4, s);
+                case 3: return launch_attention_split_dp<24>(p, R, vec4, s);
+                case 4: return launch_attention_split_dp<32>(p, R, vec4, s);
+                case 5: return launch_attention_split_dp<40>(p, R, vec4, s);
+                case 6: return launch_attention_split_dp<48>(p, R, vec4, s);
+                case 7: return launch_attention_split_dp<56>(p, R, vec4, s);
+                default: return launch_attention_split_dp<64>(p, R, vec4, s);
+                }
+            }
+#endif
+            const dim3 grid((unsigned)tf_qtiles, (unsigned)p.heads, bz);
             switch ((p.head_dim + 7) / 8) {
-            case 1: attention_tf32x3_kernel<8><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 2: attention_tf32x3_kernel<16><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 3: attention_tf32x3_kernel<24><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 4: attention_tf32x3_kernel<32><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 5: attention_tf32x3_kernel<40><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 6: attention_tf32x3_kernel<48><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 7: attention_tf32x3_kernel<56><<<grid, 128, 0, s>>>(p, vec4); break;
-            default: attention_tf32x3_kernel<64><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 1: attention_tf32x3_kernel<8, 1><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 2: attention_tf32x3_kernel<16, 1><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 3: attention_tf32x3_kernel<24, 1><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 4: attention_tf32x3_kernel<32, 1><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 5: attention_tf32x3_kernel<40, 1><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 6: attention_tf32x3_kernel<48, 1><<<grid, 128, 0, s>>>(p, vec4); break;
+            case 7: attention_tf32x3_kernel<56, 1><<<grid, 128, 0, s>>>(p, vec4); break;
+            default: attention_tf32x3_kernel<64, 1><<<grid, 128, 0, s>>>(p, vec4); break;
             }
         } else if (qtiles * p.heads * p.batch < sm_count && p.length > MVRT_ATT_SUB)
             launch_attention_ks<MVRT_ATT_KS>(p, dim3((unsigned)qtiles_ks, (unsigned)p.heads, bz), vec4, s);

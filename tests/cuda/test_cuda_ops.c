@@ -795,6 +795,12 @@ static void run_attention_cases(void)
     case_attention("attention_split_keys_L20_d16", 1, 20, 2, 16, 0);
     /* enough blocks -> one lane per query, a partial last query tile */
     case_attention("attention_one_lane_L130_h8_b8", 8, 130, 8, 40, 0);
+    /* few blocks on sm_90+: the keys split over clusters of 4 (2 for 2-3
+     * key tiles; several tiles per block for L = 1000), states merged
+     * through distributed shared memory (also L65, L196, L130 and L300
+     * above, and fast L77 below); the cluster2 pass turns it off */
+    case_attention("attention_keysplit_b1_L196_h8_d40", 1, 196, 8, 40, 0);
+    case_attention("attention_keysplit_L1000_d24_b2", 2, 1000, 1, 24, 0);
     /* fast math computes attention in fp32 as well (same tolerance) */
     case_attention_math("attention_fast_L196_h8_d40", 3, 196, 8, 40, 0, MVRT_MATH_FAST);
     case_attention_math("attention_fast_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_FAST);
@@ -891,11 +897,14 @@ int main(int argc, char **argv)
     run_gemm_cases();
     run_attention_cases();
 
-    /* the cluster GEMM limited to 2 slices, then off (small fp32 GEMMs on
-     * the split CUTLASS / cuBLAS path) */
+    /* the cluster GEMM limited to 2 slices and attention without key
+     * splits, then the cluster GEMM off (small fp32 GEMMs on the split
+     * CUTLASS / cuBLAS path) */
     setenv("MVRT_CUDA_GEMM_CLUSTER", "2", 1);
+    setenv("MVRT_CUDA_ATTENTION_SPLIT", "0", 1);
     if (reopen_device("cluster2") != 0) return 1;
     run_gemm_cases();
+    run_attention_cases(); /* without key splits */
     setenv("MVRT_CUDA_GEMM_CLUSTER", "0", 1);
     if (reopen_device("nocluster") != 0) return 1;
     run_gemm_cases();
