@@ -784,16 +784,21 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
                           : ktiles >= 4 ? 4 : ktiles >= 2 ? 2 : 1;
 #if defined(MVRT_GPU_CUDA)
             if (R > 1) {
+                cudaError_t e;
                 switch ((p.head_dim + 7) / 8) {
-                case 1: return launch_attention_split_dp<8>(p, R, vec4, s);
-                case 2: return launch_attention_split_dp<16>(p, R, vec4, s);
-                case 3: return launch_attention_split_dp<24>(p, R, vec4, s);
-                case 4: return launch_attention_split_dp<32>(p, R, vec4, s);
-                case 5: return launch_attention_split_dp<40>(p, R, vec4, s);
-                case 6: return launch_attention_split_dp<48>(p, R, vec4, s);
-                case 7: return launch_attention_split_dp<56>(p, R, vec4, s);
-                default: return launch_attention_split_dp<64>(p, R, vec4, s);
+                case 1: e = launch_attention_split_dp<8>(p, R, vec4, s); break;
+                case 2: e = launch_attention_split_dp<16>(p, R, vec4, s); break;
+                case 3: e = launch_attention_split_dp<24>(p, R, vec4, s); break;
+                case 4: e = launch_attention_split_dp<32>(p, R, vec4, s); break;
+                case 5: e = launch_attention_split_dp<40>(p, R, vec4, s); break;
+                case 6: e = launch_attention_split_dp<48>(p, R, vec4, s); break;
+                case 7: e = launch_attention_split_dp<56>(p, R, vec4, s); break;
+                default: e = launch_attention_split_dp<64>(p, R, vec4, s); break;
                 }
+                /* a device (or MIG slice) that cannot co-schedule the
+                 * cluster runs the unsplit kernel below */
+                if (e != cudaErrorInvalidClusterSize) return e;
+                (void)cudaGetLastError();
             }
 #endif
             const dim3 grid((unsigned)tf_qtiles, (unsigned)p.heads, bz);
