@@ -366,15 +366,14 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         g.beta = 0.f;
         /* One image: T (Cout, Hout*Wout) is the image's y, so the GEMM
          * writes y with the bias, activation and residual in its epilogue
-         * (no gather pass; batch 1). Not where the residual overlaps y: a
-         * vendor GEMM that writes Y before the epilogue reads R would lose it. */
-        float *yimg = p.y + b0 * out_img;
-        const float *rimg = p.residual ? p.residual + b0 * out_img : nullptr;
-        const bool to_y = nb == 1 && (!rimg || rimg + out_img <= yimg || yimg + out_img <= rimg);
+         * (no gather pass; batch 1). The residual never aliases y (the
+         * conv2d contract), so a vendor GEMM writing Y before the epilogue
+         * reads R loses nothing. */
+        const bool to_y = nb == 1;
         if (to_y) {
-            g.Y = yimg; g.ldy = c.nsp;
+            g.Y = p.y + b0 * out_img; g.ldy = c.nsp;
             g.bias = p.bias;
-            g.R = rimg; g.ldr = c.nsp;
+            g.R = p.residual ? p.residual + b0 * out_img : nullptr; g.ldr = c.nsp;
             g.act = p.activation;
         }
         float *partials = splitk_bytes(1, g.M, g.N, g.K, ctx) > 0 ? (float *)((char *)scratch + conv_splitk_offset(c))

@@ -735,19 +735,9 @@ static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 gr
 template <int DP, int R>
 static cudaError_t launch_attention_split(const mvrt_attention_params_t &p, bool vec4, cudaStream_t s)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((p.length + MVRT_ATT_TF_TQ - 1) / MVRT_ATT_TF_TQ), (unsigned)p.heads,
-                       (unsigned)(p.batch * R));
-    cfg.blockDim = dim3(128);
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = R;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, attention_tf32x3_kernel<DP, R>, p, vec4);
+    const dim3 grid((unsigned)((p.length + MVRT_ATT_TF_TQ - 1) / MVRT_ATT_TF_TQ), (unsigned)p.heads,
+                    (unsigned)(p.batch * R));
+    return mvrt_launch_cluster_z(attention_tf32x3_kernel<DP, R>, grid, dim3(128), 0, s, R, p, vec4);
 }
 template <int DP>
 static cudaError_t launch_attention_split_dp(const mvrt_attention_params_t &p, int R, bool vec4, cudaStream_t s)

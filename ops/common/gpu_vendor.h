@@ -57,6 +57,28 @@ typedef cudaError_t mvrt_gpu_error_t;
 #define MVRT_SYNCWARP() __syncwarp()
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
+/* Queues kernel(args...) in thread-block clusters of cz blocks along z
+ * (grid.z a multiple of cz; NVIDIA sm_90+). A device that cannot
+ * co-schedule such a cluster answers cudaErrorInvalidClusterSize; the
+ * callers then clear it and take their unclustered path. */
+template <typename... P, typename... A>
+static inline cudaError_t mvrt_launch_cluster_z(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+                                                cudaStream_t s, unsigned cz, A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = cz;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
 #endif
 
 /* bf16 as raw bits (the uint16_t buffers of the bf16 math mode, and HIP's

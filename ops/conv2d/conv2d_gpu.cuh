@@ -13,8 +13,7 @@
  * gather kernel writes Y (nb, Cout, Hout*Wout) with the bias (per output
  * channel), the activation and the residual. A chunk of one image (batch
  * 1) needs no gather: T is that image's Y, and the GEMM writes it with
- * the bias, activation and residual in its epilogue (unless the residual
- * overlaps Y). Chunks are sized so that
+ * the bias, activation and residual in its epilogue. Chunks are sized so that
  * X_col + T fit MVRT_CONV_SCRATCH_CAP (one image at least), so the scratch
  * stays bounded at any batch (measured on an H100, MambaVision-T batch 256:
  * caps of 256 / 64 / 24 MiB give 81 / 82 / 94 ms per batch: large GEMMs win

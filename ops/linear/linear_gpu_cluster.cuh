@@ -50,19 +50,24 @@ namespace mvrt_mv_gpu {
 
 /* Row stride of a k-contiguous slice: 8 mod 32 words (the 8-byte
  * fragment loads of a half-warp, 4 rows x 8 words, hit 32 banks). */
-static inline __host__ __device__ int cgemm_kstride(int ks) { return ks + ((8 - ks % 32) + 32) % 32; }
+static constexpr __host__ __device__ int cgemm_kstride(int ks) { return ks + ((8 - ks % 32) + 32) % 32; }
 /* Shared-memory words of one operand's slice: 64 rows of cgemm_kstride(ks)
  * when k is contiguous, else ks rows of MVRT_CGEMM_WIDE. */
-static inline __host__ __device__ int cgemm_operand_words(bool k_contiguous, int ks)
+static constexpr __host__ __device__ int cgemm_operand_words(bool k_contiguous, int ks)
 {
     return k_contiguous ? MVRT_CGEMM_TILE * cgemm_kstride(ks) : ks * MVRT_CGEMM_WIDE;
 }
-static inline __host__ __device__ int cgemm_smem_bytes(bool ta, bool tb, int ks)
+static constexpr __host__ __device__ int cgemm_smem_bytes(bool ta, bool tb, int ks)
 {
     const int ops = cgemm_operand_words(!ta, ks) + cgemm_operand_words(tb, ks);
     const int red = MVRT_CGEMM_TILE * MVRT_CGEMM_RED;
     return 4 * (ops > red ? ops : red);
 }
+/* every plan runs within the default 48 KB of dynamic shared memory (no
+ * opt-in attribute to set before a launch) */
+static_assert(cgemm_smem_bytes(false, true, MVRT_CGEMM_KS_MAX) <= 48 * 1024 &&
+                  cgemm_smem_bytes(true, false, MVRT_CGEMM_KS_MAX) <= 48 * 1024,
+              "the cluster GEMM's slices must fit 48 KB of shared memory");
 
 #ifdef MVRT_CGEMM_DEVICE
 /* Copies VEC bytes global -> shared asynchronously; `valid` false stores
@@ -269,23 +274,8 @@ static gpuError_t launch_gemm_cluster_t(const gemm_args &g, const cgemm_plan &pl
     const int tiles_m = (int)((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
     const int smem = cgemm_smem_bytes(TA, TB, pl.ks);
     void (*fn)(gemm_args, int, int) = vec == 16 ? gemm_cluster_kernel<TA, TB, 16> : gemm_cluster_kernel<TA, TB, 4>;
-    if (smem > 48 * 1024) {
-        const cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        if (e != cudaSuccess) return e;
-    }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(tiles_m * tiles_n), (unsigned)g.batch, (unsigned)pl.S);
-    cfg.blockDim = dim3(MVRT_CGEMM_THREADS);
-    cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = (unsigned)pl.S;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, fn, g, pl.ks, tiles_n);
+    return mvrt_launch_cluster_z(fn, dim3((unsigned)(tiles_m * tiles_n), (unsigned)g.batch, (unsigned)pl.S),
+                                 dim3(MVRT_CGEMM_THREADS), (size_t)smem, s, (unsigned)pl.S, g, pl.ks, tiles_n);
 }
 
 /* Queues g on the cluster GEMM with plan pl (from cgemm_plan_for). */
