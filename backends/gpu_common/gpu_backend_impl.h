@@ -82,6 +82,7 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
     d->opctx.conv = NULL;
     d->opctx.conv_scratch = NULL;
     d->opctx.cluster_gemm = 0;
+    d->opctx.cluster_conv = 0;
     const char *env = getenv(MVRT_GPU_ENV_PREFIX "GEMM");
     if (env && strcmp(env, "builtin") == 0) return;
 #if defined(MVRT_GPU_HOST_CUDA)
@@ -109,6 +110,11 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
         const int slices = cl ? atoi(cl) : 8;
         if (d->prop.major >= 9 && !(fp32 && strcmp(fp32, "sgemm") == 0) && slices >= 1)
             d->opctx.cluster_gemm = slices > 8 ? 8 : slices;
+        /* and convs of few output tiles as one cluster kernel (implicit
+         * GEMM: conv2d_gpu_cluster.cuh), with the same slice cap, unless
+         * MVRT_CUDA_CONV pins im2col + GEMM or the CUTLASS conv */
+        d->opctx.cluster_conv = conv && (strcmp(conv, "im2col") == 0 || strcmp(conv, "implicit") == 0)
+                                    ? 0 : d->opctx.cluster_gemm;
     }
 #endif
 }
@@ -123,6 +129,7 @@ static void mvrt_gpu_blas_close(mvrt_gpu_device_t *d)
     d->opctx.conv = NULL;
     d->opctx.conv_scratch = NULL;
     d->opctx.cluster_gemm = 0;
+    d->opctx.cluster_conv = 0;
 }
 
 /* Maps a vendor error to a status and records "what: <error name>: text".

@@ -16,6 +16,7 @@
 #include "ops/layernorm/layernorm_gpu.cuh"
 #include "ops/linear/linear_gpu.cuh"
 #include "ops/linear/linear_gpu_cluster.cuh"
+#include "ops/conv2d/conv2d_gpu_cluster.cuh"
 #include "ops/dwconv1d/dwconv1d_gpu.cuh"
 #include "ops/attention/attention_gpu.cuh"
 #include "ops/conv2d/conv2d_gpu.cuh"
@@ -69,6 +70,12 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
              gpuError_t *err, char *msg, size_t msg_n)
 {
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_OP_OK;
+    /* a short K and few outputs: one fused SIMT kernel (linear_gpu.cuh) */
+    if (gemm_smallk_takes(g)) {
+        const gpuError_t e = launch_gemm_smallk(g, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        return MVRT_GPU_OP_OK;
+    }
 #if defined(MVRT_GPU_CUDA)
     /* few output tiles (batch 1): split-K and its sum in one cluster
      * kernel instead of a split vendor GEMM plus a summing kernel */
@@ -291,6 +298,23 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
         return MVRT_GPU_OP_OK;
     }
+#if defined(MVRT_GPU_CUDA)
+    /* few output tiles (batch 1): the implicit GEMM, its split-K and the
+     * epilogue in one cluster kernel instead of im2col + a split GEMM + a
+     * summing kernel */
+    if (ctx->cluster_conv > 0 && math == MVRT_MATH_FP32 && !c.direct && !c.bf16) {
+        const cgemm_plan pl = cconv_plan_for(p, ctx->sm_count, ctx->cluster_conv);
+        if (pl.S > 0) {
+            const gpuError_t e = launch_conv_cluster(p, pl, s);
+            if (e == cudaErrorInvalidClusterSize) {
+                (void)cudaGetLastError(); /* cannot co-schedule the cluster: the paths below run */
+            } else {
+                if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+                return MVRT_GPU_OP_OK;
+            }
+        }
+    }
+#endif
     /* the vendor's whole-op conv where it takes p (CUDA: implicit GEMM) */
     if (ctx->conv && scratch && ctx->conv_scratch(&p) > 0) {
         const int rc = ctx->conv(s, &p, scratch, msg, msg_n);

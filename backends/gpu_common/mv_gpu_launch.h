@@ -56,6 +56,11 @@ typedef struct mvrt_gpu_op_ctx {
      * as one cluster kernel (split-K summed in distributed shared memory)
      * with at most this many K slices; 0: never */
     int cluster_gemm;
+    /* NVIDIA sm_90+: fp32 convs with fewer 64x64 output tiles than SMs run
+     * as one cluster kernel (implicit GEMM, split-K summed in distributed
+     * shared memory: conv2d_gpu_cluster.cuh) with at most this many K
+     * slices; 0: never */
+    int cluster_conv;
     /* NVIDIA sm_90+: fp32/fast attention with few blocks splits the keys
      * over a cluster (attention_tf32x3_kernel) */
     int split_attention;

@@ -19,11 +19,19 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(MVRT_GPU_HIP)
 #define MVRT_MMA_TF32_DEVICE 1
 
+/* big: x rounded to TF32's 10 mantissa bits, half away from zero, by an
+ * integer add on the bits (a carry into the exponent is the correct
+ * rounding; infinities stay infinite). small: the exact rest x - big,
+ * passed as fp32 bits: the tensor core reads only its top 19 bits
+ * (truncation, ~2^-22 relative to x: the size of the dropped small_a
+ * small_b term). Three instructions; ptxas expands cvt.rna.tf32.f32 on
+ * sm_90 into ~6 (compares and selects for the special values), which
+ * made the splits the largest part of the cluster kernels' instructions
+ * (ncu, 2026-11-26). */
 static __device__ __forceinline__ void mma_split_tf32(float x, uint32_t &big, uint32_t &small)
 {
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x));
-    const float rest = x - __uint_as_float(big); /* exact */
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(small) : "f"(rest));
+    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(x - __uint_as_float(big)); /* exact */
 }
 /* c += a.b, one m16n8k8 TF32 product */
 static __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)

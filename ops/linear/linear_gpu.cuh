@@ -354,6 +354,41 @@ static inline mvrt_gpu_error_t launch_sgemm(const gemm_args &g, mvrt_gpu_stream_
     return mvrt_gpu_get_last_error();
 }
 
+/* GEMMs with a short K (<= MVRT_SMALLK_GEMM_K) and few outputs, e.g. the
+ * dt_proj of batch-1 MambaVision (160 x 196, K = 20): one thread per
+ * output, a plain fp32 FMA chain (as accurate as any GEMM path, every
+ * math mode), the epilogue fused. The vendor path ran a GEMM and an
+ * epilogue kernel, ~8 us for ~0.6 M FMAs (H100, ncu, 2026-11-26). Block
+ * (64, 4): x over columns, y over rows; grid z over the batch. */
+#define MVRT_SMALLK_GEMM_K 32
+#define MVRT_SMALLK_GEMM_OUTPUTS ((int64_t)1 << 20) /* batch * M * N */
+static inline bool gemm_smallk_takes(const gemm_args &g)
+{
+    return g.K > 0 && g.K <= MVRT_SMALLK_GEMM_K && !g.y16 && g.batch <= 65535 && g.M <= 4 * (int64_t)65535 &&
+           g.batch * g.M * g.N <= MVRT_SMALLK_GEMM_OUTPUTS;
+}
+__global__ void __launch_bounds__(256) gemm_smallk_kernel(gemm_args g)
+{
+    const int64_t n = (int64_t)blockIdx.x * 64 + threadIdx.x, m = (int64_t)blockIdx.y * 4 + threadIdx.y;
+    const int64_t bz = blockIdx.z;
+    if (m >= g.M || n >= g.N) return;
+    const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
+    const int64_t a_step = g.ta ? g.lda : 1, b_step = g.tb ? 1 : g.ldb;
+    const float *a = A + (g.ta ? m : m * g.lda), *b = B + (g.tb ? n * g.ldb : n);
+    float acc = 0.f;
+    for (int64_t k = 0; k < g.K; ++k) acc = fmaf(a[k * a_step], b[k * b_step], acc);
+    float *Y = g.Y + bz * g.sy + m * g.ldy;
+    const float *R = g.R ? g.R + bz * g.sr + m * g.ldr : nullptr;
+    epilogue_store(g, acc, m, n, Y + n, R ? R + n : nullptr);
+}
+static inline mvrt_gpu_error_t launch_gemm_smallk(const gemm_args &g, mvrt_gpu_stream_t s)
+{
+    if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
+    dim3 grid((unsigned)((g.N + 63) / 64), (unsigned)((g.M + 3) / 4), (unsigned)g.batch);
+    gemm_smallk_kernel<<<grid, dim3(64, 4), 0, s>>>(g);
+    return mvrt_gpu_get_last_error();
+}
+
 /* Queues the epilogue over Y (nothing to do without bias, act, residual). */
 static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stream_t s)
 {

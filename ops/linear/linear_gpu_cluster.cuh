@@ -100,57 +100,28 @@ static __device__ __forceinline__ void cgemm_stage(float *dst, int sstride, cons
 }
 #endif
 
-/* Grid (tiles_m * tiles_n, batch, S) in clusters of (1, 1, S); ks: K per
- * slice (a multiple of 8, <= MVRT_CGEMM_KS_MAX). VEC 16 needs every stored
- * row of A and B (and its start) 16-byte aligned and its contiguous extent
- * a multiple of 4; VEC 4 has no condition. */
-template <bool TA, bool TB, int VEC>
-__global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_args g, int ks, int tiles_n)
-{
 #ifdef MVRT_CGEMM_DEVICE
-    namespace cg = cooperative_groups;
-    extern __shared__ float4 cgemm_smem4[];
-    float *const sm = reinterpret_cast<float *>(cgemm_smem4);
-    constexpr int T = MVRT_CGEMM_TILE;
-    const int S = (int)gridDim.z, rank = (int)blockIdx.z; /* the cluster spans z */
-    const int tm = (int)blockIdx.x / tiles_n, tn = (int)blockIdx.x - tm * tiles_n;
-    const int64_t m0 = (int64_t)tm * T, n0 = (int64_t)tn * T, bz = blockIdx.y;
-    const int64_t k0 = (int64_t)rank * ks;
-    const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < ks ? g.K - k0 : ks);
-    const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
-
-    /* A's slice: !TA (m, k) at m * ksp + k; TA at k * WIDE + m. B's:
-     * TB (n, k) at n * ksp + k; !TB at k * WIDE + n. */
-    const int ksp = cgemm_kstride(ks);
-    float *const As = sm;
-    float *const Bs = sm + cgemm_operand_words(!TA, ks);
-    const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
-    if (!TA) cgemm_stage<VEC>(As, ksp, A + m0 * g.lda + k0, g.lda, T, ks, mval, klen);
-    else cgemm_stage<VEC>(As, MVRT_CGEMM_WIDE, A + k0 * g.lda + m0, g.lda, ks, T, klen, mval);
-    if (TB) cgemm_stage<VEC>(Bs, ksp, B + n0 * g.ldb + k0, g.ldb, T, ks, nval, klen);
-    else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + k0 * g.ldb + n0, g.ldb, ks, T, klen, nval);
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-    __syncthreads();
-
+/* acc (this warp's 32 x 32 quarter of the 64 x 64 tile) += the product of
+ * the staged slices over their first kend k positions (a multiple of 8;
+ * zero-filled past the operand's end). A's slice: !TA (m, k) at
+ * m * a_stride + k; TA (k, m) at k * a_stride + m. B's: TB (n, k) at
+ * n * b_stride + k; !TB (k, n) at k * b_stride + n. Shared by the cluster
+ * GEMM and the cluster conv (conv2d_gpu_cluster.cuh). */
+template <bool TA, bool TB>
+static __device__ __forceinline__ void cgemm_mma(float (&acc)[2][4][4], const float *As, int a_stride, const float *Bs,
+                                                 int b_stride, int kend)
+{
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, c = lane & 3;
     const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
     /* the (k = c, k = c + 4) pair of row m (or column n) in a block of 8 at kk */
     auto a_pair = [&](int m, int kk) {
-        if constexpr (TA) return make_float2(As[(kk + 2 * c) * MVRT_CGEMM_WIDE + m], As[(kk + 2 * c + 1) * MVRT_CGEMM_WIDE + m]);
-        else return *reinterpret_cast<const float2 *>(As + m * ksp + kk + 2 * c);
+        if constexpr (TA) return make_float2(As[(kk + 2 * c) * a_stride + m], As[(kk + 2 * c + 1) * a_stride + m]);
+        else return *reinterpret_cast<const float2 *>(As + m * a_stride + kk + 2 * c);
     };
     auto b_pair = [&](int n, int kk) {
-        if constexpr (TB) return *reinterpret_cast<const float2 *>(Bs + n * ksp + kk + 2 * c);
-        else return make_float2(Bs[(kk + 2 * c) * MVRT_CGEMM_WIDE + n], Bs[(kk + 2 * c + 1) * MVRT_CGEMM_WIDE + n]);
+        if constexpr (TB) return *reinterpret_cast<const float2 *>(Bs + n * b_stride + kk + 2 * c);
+        else return make_float2(Bs[(kk + 2 * c) * b_stride + n], Bs[(kk + 2 * c + 1) * b_stride + n]);
     };
-    float acc[2][4][4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-    const int kend = (klen + 7) & ~7; /* zero-filled up to ks */
 #pragma unroll 2
     for (int kk = 0; kk < kend; kk += 8) {
         uint32_t ab[2][4], as[2][4], bb[4][2], bs[4][2];
@@ -174,10 +145,26 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
 #pragma unroll
             for (int j = 0; j < 4; ++j) mma_3xtf32_split(acc[i][j], ab[i], as[i], bb[j], bs[j]);
     }
+}
 
-    /* the partial tile into this block's shared memory (over the slices) */
-    __syncthreads();
-    float *const red = sm;
+/* The cluster's finish, called by every block of the cluster (grid z =
+ * the S slices, blockIdx.z the rank) once it no longer reads its staged
+ * slices: the block's partial tile `acc` goes to its own shared memory
+ * (`red`, 64 rows of MVRT_CGEMM_RED words), and after a cluster barrier
+ * block `rank` sums rows [rank * 64 / S, (rank + 1) * 64 / S) of all S
+ * partial tiles in slice order through distributed shared memory and
+ * stores them through epilogue_store (bias, activation, residual, beta)
+ * into Y of batch element bz. mval, nval: the tile's rows and columns
+ * inside M and N. */
+static __device__ __forceinline__ void cgemm_cluster_finish(const gemm_args &g, const float (&acc)[2][4][4], float *red,
+                                                            int64_t m0, int64_t n0, int mval, int nval, int64_t bz)
+{
+    namespace cg = cooperative_groups;
+    constexpr int T = MVRT_CGEMM_TILE;
+    const int S = (int)gridDim.z, rank = (int)blockIdx.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, c = lane & 3;
+    const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+    __syncthreads(); /* red overlays the staged slices */
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -189,8 +176,7 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync(); /* every slice's partial tile is visible cluster-wide */
 
-    /* block `rank` finishes rows [rank * T / S, (rank + 1) * T / S), four
-     * columns per thread (16-byte reads of every slice's partial tile) */
+    /* four columns per thread (16-byte reads of every slice's partial tile) */
     const int rows = T / S, row0 = rank * rows;
     float *Y = g.Y + bz * g.sy;
     const float *R = g.R ? g.R + bz * g.sr : nullptr;
@@ -216,6 +202,48 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
         }
     }
     cluster.sync(); /* no block leaves while another still reads its tile */
+}
+#endif
+
+/* Grid (tiles_m * tiles_n, batch, S) in clusters of (1, 1, S); ks: K per
+ * slice (a multiple of 8, <= MVRT_CGEMM_KS_MAX). VEC 16 needs every stored
+ * row of A and B (and its start) 16-byte aligned and its contiguous extent
+ * a multiple of 4; VEC 4 has no condition. */
+template <bool TA, bool TB, int VEC>
+__global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_args g, int ks, int tiles_n)
+{
+#ifdef MVRT_CGEMM_DEVICE
+    extern __shared__ float4 cgemm_smem4[];
+    float *const sm = reinterpret_cast<float *>(cgemm_smem4);
+    constexpr int T = MVRT_CGEMM_TILE;
+    const int rank = (int)blockIdx.z; /* the cluster spans z */
+    const int tm = (int)blockIdx.x / tiles_n, tn = (int)blockIdx.x - tm * tiles_n;
+    const int64_t m0 = (int64_t)tm * T, n0 = (int64_t)tn * T, bz = blockIdx.y;
+    const int64_t k0 = (int64_t)rank * ks;
+    const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < ks ? g.K - k0 : ks);
+    const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
+
+    /* the whole slice of both operands at once, in their stored orientation */
+    const int ksp = cgemm_kstride(ks);
+    float *const As = sm;
+    float *const Bs = sm + cgemm_operand_words(!TA, ks);
+    const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
+    if (!TA) cgemm_stage<VEC>(As, ksp, A + m0 * g.lda + k0, g.lda, T, ks, mval, klen);
+    else cgemm_stage<VEC>(As, MVRT_CGEMM_WIDE, A + k0 * g.lda + m0, g.lda, ks, T, klen, mval);
+    if (TB) cgemm_stage<VEC>(Bs, ksp, B + n0 * g.ldb + k0, g.ldb, T, ks, nval, klen);
+    else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + k0 * g.ldb + n0, g.ldb, ks, T, klen, nval);
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+    __syncthreads();
+
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    cgemm_mma<TA, TB>(acc, As, TA ? MVRT_CGEMM_WIDE : ksp, Bs, TB ? ksp : MVRT_CGEMM_WIDE, (klen + 7) & ~7);
+    cgemm_cluster_finish(g, acc, sm, m0, n0, mval, nval, bz);
 #else
     (void)g, (void)ks, (void)tiles_n;
 #endif

@@ -714,6 +714,15 @@ static const lcase_t linear_cases[] = {
     {"linear_cluster_tn_batch3_K500",    3,  65,   33,  500, 1, 0, 0, 4, 0, 0, 1, 2, NONE, 1, FP32, 0},
     {"linear_cluster_conv_nn_K264",      1, 160,  392,  264, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 0},
     {"linear_cluster_K1280_declines",    1,  64,   64, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    /* K <= 32 with at most 2^20 outputs: the fused SIMT kernel (fp32 FMA
+     * chains) on every GEMM path; MambaVision's batch-1 dt_proj, K = 1,
+     * every layout with padded rows, shared operands, beta 1 and a row
+     * bias; 2^20 + outputs take the GEMM paths */
+    {"linear_smallk_dtproj_b1",          1, 196,  160,   20, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_smallk_K1_tt_pad",          1,  37,   70,    1, 1, 1, 3, 2, 5, 0, 0, 2, SILU, 0, FP32, 0},
+    {"linear_smallk_tn_b3_beta1",        3,  65,   33,   32, 1, 0, 1, 0, 2, 1, 0, 2, GELU, 1, FP32, 0},
+    {"linear_smallk_nn_fast_shared_b",   2,  50,   90,   17, 0, 0, 0, 3, 0, 0, 1, 1, NONE, 0, FAST, 0},
+    {"linear_smallk_K32_over_2p20",      1, 1025, 1024,  32, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FP32, 64},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
     {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
     {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
@@ -756,6 +765,23 @@ static const ccase_t conv_cases[] = {
     {"conv2d_fast_implicit_s2_c64_b12",  12,  64,  64,  64, 128, 3, 2, 1, 1, 0, RELU, 1, 1},
     {"conv2d_bf16_28x28x160_s1",     9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 2},
     {"conv2d_bf16_stem_s2_odd",      3,   3,  33,  31,  32, 3, 2, 1, 1, 0, RELU, 0, 2},
+    /* few output tiles in fp32: the cluster conv on sm_90+ (implicit GEMM,
+     * K split over a thread-block cluster): MambaVision-T's batch-1 convs
+     * (S = 4 / 4 / 8 / 8 slices of 184 / 72 / 96 / 184 k on a 132-SM
+     * device; partial channel and position tiles; 320 -> 640 would need
+     * 360-long slices and declines); K = 325 (4-byte weight copies, the
+     * last slice wholly past K) with 5x5 taps, a 1x1 stride-2 conv
+     * (S = 2), no padding at batch 4. The cluster2 pass (at most 2 slices)
+     * runs the 32 -> 80 conv and declines the long-K ones (slices over
+     * 192 k). */
+    {"conv2d_cluster_56x56x80_res_gelut",  1,  80,  56,  56,  80, 3, 1, 1, 1, 1, GELUT, 0, 0},
+    {"conv2d_cluster_112_s2_32to80_gelu",  1,  32, 112, 112,  80, 3, 2, 1, 1, 0, GELU, 0, 0},
+    {"conv2d_cluster_56_s2_80to160",       1,  80,  56,  56, 160, 3, 2, 1, 1, 0, NONE, 0, 0},
+    {"conv2d_cluster_28_s2_160to320",      1, 160,  28,  28, 320, 3, 2, 1, 1, 0, NONE, 0, 0},
+    {"conv2d_cluster_14_s2_320to640",      1, 320,  14,  14, 640, 3, 2, 1, 1, 0, NONE, 0, 0},
+    {"conv2d_cluster_5x5_K325_b2_res",     2,  13,  17,  19,  37, 5, 1, 2, 1, 1, SILU, 0, 0},
+    {"conv2d_cluster_1x1_s2_b3",           3,  70,  15,  13,  33, 1, 2, 0, 1, 0, RELU, 0, 0},
+    {"conv2d_cluster_nopad_b4_res",        4,  40,  12,  10,  20, 3, 1, 0, 0, 1, NONE, 0, 0},
 };
 
 static void run_gemm_cases(void)
