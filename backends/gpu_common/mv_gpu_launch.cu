@@ -444,7 +444,7 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     switch (p->kind) {
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
-    case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, s); break;
+    case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, ctx->sm_count, s); break;
     case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma_bf16 != 0, ctx->mma_tf32x3 != 0,
                                                      ctx->split_attention != 0, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);

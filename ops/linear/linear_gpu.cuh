@@ -355,12 +355,13 @@ static inline mvrt_gpu_error_t launch_sgemm(const gemm_args &g, mvrt_gpu_stream_
 }
 
 /* GEMMs with a short K (<= MVRT_SMALLK_GEMM_K) and few outputs, e.g. the
- * dt_proj of batch-1 MambaVision (160 x 196, K = 20): one thread per
+ * dt_proj of batch-1 MambaVision (160 x 196, K = 20; 320 x 49, K = 40
+ * in stage 4): one thread per
  * output, a plain fp32 FMA chain (as accurate as any GEMM path, every
  * math mode), the epilogue fused. The vendor path ran a GEMM and an
  * epilogue kernel, ~8 us for ~0.6 M FMAs (H100, ncu, 2026-11-26). Block
  * (64, 4): x over columns, y over rows; grid z over the batch. */
-#define MVRT_SMALLK_GEMM_K 32
+#define MVRT_SMALLK_GEMM_K 64
 #define MVRT_SMALLK_GEMM_OUTPUTS ((int64_t)1 << 20) /* batch * M * N */
 static inline bool gemm_smallk_takes(const gemm_args &g)
 {

@@ -249,6 +249,96 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
 #endif
 }
 
+/* Longer slices (MVRT_CGEMM_KS_MAX < ks <= MVRT_CGEMM_KS_CHUNKED_MAX): the
+ * same cluster GEMM, but each block walks its slice in chunks of
+ * MVRT_CGEMM_KC k, double-buffered by cp.async, and adds each chunk's mma
+ * accumulator to an fp32 sum: one accumulation chain over a long slice
+ * rounds less carefully than fp32 adds (one 320-long chain gave 4-5x
+ * cuBLAS SGEMM's error), chunks of 32 keep it at the short slices' level.
+ * Same grid, layouts and VEC conditions as gemm_cluster_kernel. */
+#define MVRT_CGEMM_KC 32
+#define MVRT_CGEMM_KS_CHUNKED_MAX 192
+#define MVRT_CGEMM_CHUNKED_BLOCKS 4 /* blocks per SM (__launch_bounds__: <= 128 registers) */
+static constexpr __host__ __device__ int cgemm_chunk_words(bool ta, bool tb)
+{
+    return cgemm_operand_words(!ta, MVRT_CGEMM_KC) + cgemm_operand_words(tb, MVRT_CGEMM_KC);
+}
+static constexpr __host__ __device__ int cgemm_chunked_smem_bytes(bool ta, bool tb)
+{
+    return 4 * (2 * cgemm_chunk_words(ta, tb) > MVRT_CGEMM_TILE * MVRT_CGEMM_RED ? 2 * cgemm_chunk_words(ta, tb)
+                                                                                 : MVRT_CGEMM_TILE * MVRT_CGEMM_RED);
+}
+static_assert(cgemm_chunked_smem_bytes(false, true) <= 48 * 1024 && cgemm_chunked_smem_bytes(true, false) <= 48 * 1024,
+              "the chunked cluster GEMM must fit 48 KB of shared memory");
+
+template <bool TA, bool TB, int VEC>
+__global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CGEMM_CHUNKED_BLOCKS)
+    gemm_cluster_chunked_kernel(gemm_args g, int ks, int tiles_n)
+{
+#ifdef MVRT_CGEMM_DEVICE
+    extern __shared__ float4 cgemm_smem4[];
+    float *const sm = reinterpret_cast<float *>(cgemm_smem4);
+    constexpr int T = MVRT_CGEMM_TILE, KC = MVRT_CGEMM_KC, KSP = cgemm_kstride(MVRT_CGEMM_KC);
+    constexpr int CHUNK = cgemm_chunk_words(TA, TB), A_WORDS = cgemm_operand_words(!TA, MVRT_CGEMM_KC);
+    const int rank = (int)blockIdx.z;
+    const int tm = (int)blockIdx.x / tiles_n, tn = (int)blockIdx.x - tm * tiles_n;
+    const int64_t m0 = (int64_t)tm * T, n0 = (int64_t)tn * T, bz = blockIdx.y;
+    const int64_t k0 = (int64_t)rank * ks;
+    const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < ks ? g.K - k0 : ks);
+    const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
+    const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
+
+    auto stage = [&](int chunk) {
+        float *const As = sm + (chunk & 1) * CHUNK, *const Bs = As + A_WORDS;
+        const int64_t kc = k0 + chunk * KC;
+        const int kv = klen - chunk * KC;
+        if (!TA) cgemm_stage<VEC>(As, KSP, A + m0 * g.lda + kc, g.lda, T, KC, mval, kv);
+        else cgemm_stage<VEC>(As, MVRT_CGEMM_WIDE, A + kc * g.lda + m0, g.lda, KC, T, kv, mval);
+        if (TB) cgemm_stage<VEC>(Bs, KSP, B + n0 * g.ldb + kc, g.ldb, T, KC, nval, kv);
+        else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + kc * g.ldb + n0, g.ldb, KC, T, kv, nval);
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    float acc[2][4][4], sum[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sum[i][j][e] = 0.f;
+    const int chunks = (klen + KC - 1) / KC;
+    if (chunks > 0) stage(0);
+    for (int ch = 0; ch < chunks; ++ch) {
+        if (ch + 1 < chunks) {
+            stage(ch + 1); /* into the buffer the previous chunk used (released by its barrier) */
+            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        const float *const As = sm + (ch & 1) * CHUNK;
+        const int left = klen - ch * KC;
+        cgemm_mma<TA, TB>(acc, As, TA ? MVRT_CGEMM_WIDE : KSP, As + A_WORDS, TB ? KSP : MVRT_CGEMM_WIDE,
+                          left < KC ? (left + 7) & ~7 : KC);
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sum[i][j][e] += acc[i][j][e];
+        __syncthreads(); /* the buffer is free for the chunk after next */
+    }
+    cgemm_cluster_finish(g, sum, sm, m0, n0, mval, nval, bz);
+#else
+    (void)g, (void)ks, (void)tiles_n;
+#endif
+}
+
 #if defined(MVRT_GPU_CUDA)
 /* The cluster GEMM's plan for g: slices S (0: not taken) and K per slice.
  * S is the largest power of two <= max_slices (and 8) with K / S >= 32 whose
@@ -269,7 +359,8 @@ struct cgemm_plan {
 };
 #define MVRT_CGEMM_SM_SMEM 233472 /* shared memory per SM on sm_90 (228 KB) */
 #define MVRT_CGEMM_SM_BLOCKS 5    /* blocks per SM by registers (~80 per thread) */
-static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int max_slices)
+static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int max_slices,
+                                        int max_ks = MVRT_CGEMM_KS_CHUNKED_MAX)
 {
     cgemm_plan p = {0, 0};
     if (max_slices < 2 || g.y16 || g.K < 64 || g.batch > 65535 || g.M > INT32_MAX / 2 || g.N > INT32_MAX / 2)
@@ -280,10 +371,13 @@ static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int ma
     while (2 * S <= max_slices && 2 * S <= MVRT_CGEMM_SLICES_MAX && g.K / (2 * S) >= 32) S *= 2;
     for (; S >= 2; S /= 2) {
         const int64_t ks = ((g.K + S - 1) / S + 7) / 8 * 8;
-        if (ks > MVRT_CGEMM_KS_MAX) return p; /* fewer slices are only longer */
-        const int smem = cgemm_smem_bytes(g.ta != 0, g.tb != 0, (int)ks);
+        if (ks > max_ks) return p; /* fewer slices are only longer */
+        const bool chunked = ks > MVRT_CGEMM_KS_MAX;
+        const int smem = chunked ? cgemm_chunked_smem_bytes(g.ta != 0, g.tb != 0)
+                                 : cgemm_smem_bytes(g.ta != 0, g.tb != 0, (int)ks);
         int per_sm = MVRT_CGEMM_SM_SMEM / (smem + 1024);
-        if (per_sm > MVRT_CGEMM_SM_BLOCKS) per_sm = MVRT_CGEMM_SM_BLOCKS;
+        const int reg_blocks = chunked ? MVRT_CGEMM_CHUNKED_BLOCKS : MVRT_CGEMM_SM_BLOCKS;
+        if (per_sm > reg_blocks) per_sm = reg_blocks;
         if (tiles * g.batch * S <= (int64_t)per_sm * sm_count) {
             p.S = S;
             p.ks = (int)ks;
@@ -300,8 +394,11 @@ static gpuError_t launch_gemm_cluster_t(const gemm_args &g, const cgemm_plan &pl
 {
     const int tiles_n = (int)((g.N + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
     const int tiles_m = (int)((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
-    const int smem = cgemm_smem_bytes(TA, TB, pl.ks);
-    void (*fn)(gemm_args, int, int) = vec == 16 ? gemm_cluster_kernel<TA, TB, 16> : gemm_cluster_kernel<TA, TB, 4>;
+    const bool chunked = pl.ks > MVRT_CGEMM_KS_MAX;
+    const int smem = chunked ? cgemm_chunked_smem_bytes(TA, TB) : cgemm_smem_bytes(TA, TB, pl.ks);
+    void (*fn)(gemm_args, int, int) =
+        chunked ? (vec == 16 ? gemm_cluster_chunked_kernel<TA, TB, 16> : gemm_cluster_chunked_kernel<TA, TB, 4>)
+                : (vec == 16 ? gemm_cluster_kernel<TA, TB, 16> : gemm_cluster_kernel<TA, TB, 4>);
     return mvrt_launch_cluster_z(fn, dim3((unsigned)(tiles_m * tiles_n), (unsigned)g.batch, (unsigned)pl.S),
                                  dim3(MVRT_CGEMM_THREADS), (size_t)smem, s, (unsigned)pl.S, g, pl.ks, tiles_n);
 }

@@ -704,8 +704,8 @@ static const lcase_t linear_cases[] = {
     /* few output tiles in fp32: the cluster GEMM on sm_90+ (split-K over
      * a thread-block cluster, S = 8 / 8 / 4 / 2 / 2 / 8 / 8 slices on a
      * 132-SM device; 16-byte copies where rows allow, 4-byte otherwise;
-     * slices partly or wholly past K); K = 1280 would need slices over its
-     * 64 limit and takes the vendor path */
+     * slices partly or wholly past K; slices of at most 64 k, staged
+     * whole) */
     {"linear_cluster_b1_inproj",         1, 196,  320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
     {"linear_cluster_s4_beta1_K512",     1,  49,  640,  512, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
     {"linear_cluster_tt_ld49",           1,  49,   36,  160, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 0, FP32, 0},
@@ -713,12 +713,22 @@ static const lcase_t linear_cases[] = {
     {"linear_cluster_uneven_slices_pad", 1,  70,  130,  100, 0, 1, 3, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0},
     {"linear_cluster_tn_batch3_K500",    3,  65,   33,  500, 1, 0, 0, 4, 0, 0, 1, 2, NONE, 1, FP32, 0},
     {"linear_cluster_conv_nn_K264",      1, 160,  392,  264, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 0},
-    {"linear_cluster_K1280_declines",    1,  64,   64, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    /* K <= 32 with at most 2^20 outputs: the fused SIMT kernel (fp32 FMA
-     * chains) on every GEMM path; MambaVision's batch-1 dt_proj, K = 1,
-     * every layout with padded rows, shared operands, beta 1 and a row
-     * bias; 2^20 + outputs take the GEMM paths */
+    /* slices of 65..192 k: the chunked cluster GEMM (32-k chunks, fp32
+     * sums; S = 8 here): fc2-like K = 1280, the stage-4 K = 640 at batch
+     * 2 with beta 1, every layout, 4-byte copies (padded rows), a last
+     * slice shorter than its chunks; K = 2560 would need 320-long slices
+     * and takes the vendor path */
+    {"linear_cluster_chunked_K1280",     1,  64,   64, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_cluster_chunked_tn_b2_K640", 2,  49,  160,  640, 1, 0, 0, 0, 0, 0, 1, 1, NONE, 1, FP32, 0},
+    {"linear_cluster_chunked_tt_K700_pad", 1, 49,  100,  700, 1, 1, 1, 3, 0, 0, 0, 2, GELU, 0, FP32, 0},
+    {"linear_cluster_chunked_nn_K1100",  1,  70,   90, 1100, 0, 0, 0, 0, 0, 0, 0, 1, SILU, 0, FP32, 0},
+    {"linear_cluster_K2560_declines",    1,  49,   64, 2560, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    /* K <= 64 with at most 2^20 outputs: the fused SIMT kernel (fp32 FMA
+     * chains) on every GEMM path; MambaVision's batch-1 dt_proj (stage 3
+     * and 4 shapes), K = 1, every layout with padded rows, shared
+     * operands, beta 1 and a row bias; 2^20 + outputs take the GEMM paths */
     {"linear_smallk_dtproj_b1",          1, 196,  160,   20, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_smallk_dtproj_s4_nn_K40",   1, 320,   49,   40, 0, 0, 0, 0, 0, 0, 0, 2, NONE, 0, FP32, 0},
     {"linear_smallk_K1_tt_pad",          1,  37,   70,    1, 1, 1, 3, 2, 5, 0, 0, 2, SILU, 0, FP32, 0},
     {"linear_smallk_tn_b3_beta1",        3,  65,   33,   32, 1, 0, 1, 0, 2, 1, 0, 2, GELU, 1, FP32, 0},
     {"linear_smallk_nn_fast_shared_b",   2,  50,   90,   17, 0, 0, 0, 3, 0, 0, 1, 1, NONE, 0, FAST, 0},
@@ -887,6 +897,10 @@ int main(int argc, char **argv)
     case_dwconv("dwconv_mv_160x196_b64", 64, 160, 196, 3, 0);
     case_dwconv("dwconv_mv_320x49_b256", 256, 320, 49, 3, 0);
     case_dwconv("dwconv_mv_tokmajor_both", 3, 97, 65, 3, 2);
+    /* fewer 64-position tiles than SMs: 16-position tiles (batch 1) */
+    case_dwconv("dwconv_mv_160x196_b1_short", 1, 160, 196, 3, 0);
+    case_dwconv("dwconv_mv_320x49_b1_short", 1, 320, 49, 3, 0);
+    case_dwconv("dwconv_short_w5_chmajor_b2", 2, 45, 37, 5, 1);
 
     /* bf16 math: the tensor-core kernel on sm_80+ (atol 3e-2, rtol 3e-2),
      * the fp32 kernels elsewhere; head_dim 7/16/40/49/64 (padded to 16..64,
