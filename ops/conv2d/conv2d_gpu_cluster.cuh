@@ -85,24 +85,32 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CCONV_SM_BLOCKS) conv
     const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < a.ks ? g.K - k0 : a.ks);
     const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
 
-    /* the slice's k table: offset in the image and (p, q) of each k; the
-     * entries up to the next whole chunk past klen get p = 0x7fff, whose
-     * rows fail the bounds test (zero fill without a k test per element) */
+    /* the slice's k table: offset in the image and tap p kernel + q of each
+     * k; the entries up to the next whole chunk past klen get tap 31, never
+     * valid (zero fill without a k test per element) */
     const int kk2 = a.kernel * a.kernel, hw = a.in_h * a.in_w;
     const int kpad = (klen + KC - 1) / KC * KC;
     for (int i = tid; i < kpad; i += MVRT_CGEMM_THREADS) {
         const int k = k0 + i, c = k / kk2, r = k - c * kk2, p = r / a.kernel, q = r - p * a.kernel;
-        ktab[i] = i < klen ? make_int2(c * hw + p * a.in_w + q, (p << 16) | q) : make_int2(0, 0x7fff << 16);
+        ktab[i] = i < klen ? make_int2(c * hw + p * a.in_w + q, r) : make_int2(0, 31);
     }
-    /* this thread's output position: column nl of the tile (past the
-     * image's positions its rows start far above it: every copy fails the
-     * bounds test) */
+    /* this thread's output position (column nl of the tile) and which of
+     * its kernel^2 <= 25 taps fall inside the image (none past the
+     * positions): a gathered element is then a table read, a bit test and
+     * a copy */
     const int nl = tid & (T - 1);
     const int pos = (int)n0 + nl, oy = pos / a.out_w, ox = pos - oy * a.out_w;
-    const int iy0 = nl < nval ? oy * a.stride - a.pad : -(1 << 30), ix0 = ox * a.stride - a.pad;
+    const int iy0 = oy * a.stride - a.pad, ix0 = ox * a.stride - a.pad;
+    unsigned taps = 0;
+    if (nl < nval)
+        for (int p = 0; p < a.kernel; ++p)
+            for (int q = 0; q < a.kernel; ++q)
+                if ((unsigned)(iy0 + p) < (unsigned)a.in_h && (unsigned)(ix0 + q) < (unsigned)a.in_w)
+                    taps |= 1u << (p * a.kernel + q);
     const float *const ximg = a.x + bz * a.in_image;
-    const int pix0 = nl < nval ? iy0 * a.in_w + ix0 : 0; /* used only with a valid (p, q) */
-    const unsigned in_h = (unsigned)a.in_h, in_w = (unsigned)a.in_w;
+    /* the position's first tap (p = q = 0; maybe outside the image: read
+     * only at valid taps) */
+    const float *const xpos = taps ? ximg + (iy0 * a.in_w + ix0) : ximg;
     /* this thread's weight pieces (16-byte staging): rows ar + 32 j, k ac */
     constexpr int AROWS = MVRT_CGEMM_THREADS / (KC / 4);
     const int ar = tid / (KC / 4), ac = (tid % (KC / 4)) * 4;
@@ -127,9 +135,8 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CCONV_SM_BLOCKS) conv
         for (int j = 0; j < KC / KROWS; ++j) {
             const int kr = tid / T + KROWS * j;
             const int2 t = ktab[kc + kr];
-            const int iy = iy0 + (t.y >> 16), ix = ix0 + (t.y & 0xffff);
-            const bool ok = (unsigned)iy < in_h && (unsigned)ix < in_w;
-            cgemm_copy<4>(Bs + kr * MVRT_CGEMM_WIDE + nl, ximg + (ok ? t.x + pix0 : 0), ok);
+            const bool ok = (taps >> t.y) & 1u;
+            cgemm_copy<4>(Bs + kr * MVRT_CGEMM_WIDE + nl, ok ? xpos + t.x : ximg, ok);
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
@@ -183,13 +190,13 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CCONV_SM_BLOCKS) conv
  * wave; not taken for S = 1, for slices over MVRT_CCONV_KS_MAX, where the
  * tiles x batch reach the SM count (larger batches keep the CUTLASS
  * implicit conv or im2col + GEMM), or for images whose offsets need more
- * than 32 bits or with 32767 rows or more (the k table's past-the-end
- * entries point 0x7fff rows below the first). */
+ * than 32 bits, or kernels over 5 x 5 (a thread's valid taps are bits of
+ * one word). */
 static inline cgemm_plan cconv_plan_for(const mvrt_conv2d_params_t &p, int sm_count, int max_slices)
 {
     cgemm_plan pl = {0, 0};
     const int64_t K = p.in_channels * p.kernel * p.kernel, nsp = p.out_h * p.out_w;
-    if (max_slices < 2 || K < 64 || p.batch > 65535 || p.kernel > 32767 || p.in_h + p.pad >= 32767 ||
+    if (max_slices < 2 || K < 64 || p.batch > 65535 || p.kernel > 5 ||
         p.in_channels * p.in_h * p.in_w > INT32_MAX || nsp > INT32_MAX || K > INT32_MAX)
         return pl;
     const int64_t tiles = ((p.out_channels + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE) *
