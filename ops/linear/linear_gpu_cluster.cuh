@@ -342,23 +342,30 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CGEMM_CHUNKED_BLOCKS)
 #if defined(MVRT_GPU_CUDA)
 /* The cluster GEMM's plan for g: slices S (0: not taken) and K per slice.
  * S is the largest power of two <= max_slices (and 8) with K / S >= 32 whose
- * tiles x S blocks all fit on the SMs at once (blocks per SM bounded by
- * shared memory and registers): a second wave would double the latency.
- * Not taken (the vendor path runs) for S = 1 (K < 64: one block would run
- * the whole tile's epilogue, measured slower than GEMM + epilogue kernel),
- * for slices over MVRT_CGEMM_KS_MAX = 64 (K > 512), and where even 64 x 64
- * tiles x the batch reach the SM count. Measured on an H200 (ncu, batch-1
- * MambaVision-T): 1.5-2.3 us saved per GEMM on the K = 320 linears. Longer
- * slices were tried and not kept: the mma accumulation rounds less
- * carefully than fp32 adds, and one accumulator over a 320-long slice gave
- * 4-5x the error of cuBLAS SGEMM; summing 64-long chunks in fp32 adds fixed
- * that but cost registers, and the long-K GEMMs (fc2, the convs) were then
- * no faster than the vendor path. */
+ * tiles x S blocks all fit on the SMs at once, at most
+ * MVRT_CGEMM_PLAN_BLOCKS per SM (and as shared memory and registers
+ * allow): a second wave would double the latency. Slices up to
+ * MVRT_CGEMM_KS_MAX = 64 are staged whole (gemm_cluster_kernel), longer
+ * ones up to max_ks (<= MVRT_CGEMM_KS_CHUNKED_MAX = 192) in 32-k chunks
+ * with fp32 chunk sums (gemm_cluster_chunked_kernel: one mma accumulator
+ * over a 320-long slice gave 4-5x the error of cuBLAS SGEMM). Not taken
+ * (the vendor path runs) for S = 1 (K < 64: one block would run the whole
+ * tile's epilogue, measured slower than GEMM + epilogue kernel), for
+ * slices over max_ks, and where even 64 x 64 tiles x the batch reach the
+ * SM count. Measured on an H200 (ncu, batch-1 MambaVision-T): 1.5-2.3 us
+ * saved per GEMM on the K = 320 linears; on an H100 the chunked kernel
+ * took fc2 (K = 1280) from 16.2 to 13.6 us and the stage-4 K = 640
+ * linears from ~11-16 to 8-13 us (2026-11-26). */
 struct cgemm_plan {
     int S, ks;
 };
 #define MVRT_CGEMM_SM_SMEM 233472 /* shared memory per SM on sm_90 (228 KB) */
 #define MVRT_CGEMM_SM_BLOCKS 5    /* blocks per SM by registers (~80 per thread) */
+/* at most 3 blocks per SM in a plan: fewer, longer slices beat 4-5 blocks
+ * per SM (H100, batch-1 MambaVision-T: fc1 196 x 1280 x 320 at S = 8, 640
+ * blocks, 15.0 us vs S = 4 chunked, 320 blocks, 12.7 us; model 1.036 /
+ * 1.049 vs 1.020 / 1.021 ms; a cap of 2 gave 1.047) */
+#define MVRT_CGEMM_PLAN_BLOCKS 3
 static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int max_slices,
                                         int max_ks = MVRT_CGEMM_KS_CHUNKED_MAX)
 {
@@ -378,6 +385,7 @@ static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int ma
         int per_sm = MVRT_CGEMM_SM_SMEM / (smem + 1024);
         const int reg_blocks = chunked ? MVRT_CGEMM_CHUNKED_BLOCKS : MVRT_CGEMM_SM_BLOCKS;
         if (per_sm > reg_blocks) per_sm = reg_blocks;
+        if (per_sm > MVRT_CGEMM_PLAN_BLOCKS) per_sm = MVRT_CGEMM_PLAN_BLOCKS;
         if (tiles * g.batch * S <= (int64_t)per_sm * sm_count) {
             p.S = S;
             p.ks = (int)ks;
