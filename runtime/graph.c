@@ -251,26 +251,22 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     op_layernorm(b, M, C, X, T, p, "norm1", s16);
     op_dense(b, M, C, C, T, XZ, p, "mixer.in_proj", 0, MVRT_ACT_NONE, 0, s16 ? DENSE_A16 : 0);
 
-    /* silu(conv1d) of both halves, token-major in, channel-major out: x to
-     * MX (the scan's u), z straight into the lower half of YZ. */
-    for (int half = 0; half < 2; half++) {
-        memset(&op, 0, sizeof op);
-        op.kind = MVRT_OP_DWCONV1D_SILU;
-        mvrt_dwconv1d_params_t *q = &op.u.dwconv1d;
-        q->batch = Bw, q->channels = h, q->length = L, q->width = cfg->d_conv;
-        q->x = XZ + half * h;
-        q->x_stride[0] = L * C, q->x_stride[1] = 1, q->x_stride[2] = C;
-        if (half == 0) {
-            q->y = MX;
-            q->y_stride[0] = h * L;
-        } else {
-            q->y = YZ + h * L;
-            q->y_stride[0] = C * L;
-        }
-        q->y_stride[1] = L, q->y_stride[2] = 1;
-        q->weight = weight(b, p, half == 0 ? "mixer.conv1d_x.weight" : "mixer.conv1d_z.weight");
-        add_op(b, &op);
-    }
+    /* silu(conv1d) of both halves in one op, token-major in, channel-major
+     * out: x to MX (the scan's u), z straight into the lower half of YZ. */
+    memset(&op, 0, sizeof op);
+    op.kind = MVRT_OP_DWCONV1D_SILU;
+    mvrt_dwconv1d_params_t *q = &op.u.dwconv1d;
+    q->batch = Bw, q->channels = C, q->length = L, q->width = cfg->d_conv;
+    q->x = XZ;
+    q->x_stride[0] = L * C, q->x_stride[1] = 1, q->x_stride[2] = C;
+    q->y = MX;
+    q->y_stride[0] = h * L, q->y_stride[1] = L, q->y_stride[2] = 1;
+    q->weight = weight(b, p, "mixer.conv1d_x.weight");
+    q->split = h;
+    q->y2 = YZ + h * L;
+    q->y2_stride[0] = C * L, q->y2_stride[1] = L, q->y2_stride[2] = 1;
+    q->weight2 = weight(b, p, "mixer.conv1d_z.weight");
+    add_op(b, &op);
 
     /* x_proj per sequence: DBL_b (E, L) = W (E, h) . MX_b (h, L) */
     memset(&op, 0, sizeof op);

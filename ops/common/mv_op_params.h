@@ -103,13 +103,23 @@ typedef struct mvrt_linear_params {
  * Element (b, c, l) of x is x[b*x_stride[0] + c*x_stride[1] + l*x_stride[2]]
  * and likewise for y, so the op can read token-major (Bw, L, C) slices and
  * write channel-major (Bw, C, L) rows for the scan. weight is (channels,
- * width) contiguous. y never aliases x. */
+ * width) contiguous. y never aliases x.
+ * Two parts in one op (split in (0, channels); 0: one part): channels
+ * c >= split write y2 instead, element (b, c - split, l) at
+ * y2[b*y2_stride[0] + (c-split)*y2_stride[1] + l*y2_stride[2]], with the
+ * weights of row c - split of weight2. MambaVision's conv1d_x and conv1d_z
+ * read the two halves of one token-major buffer and write to different
+ * places (the scan's input, the second half of the out_proj input): one
+ * op, one launch on GPUs. y2 never aliases x. */
 typedef struct mvrt_dwconv1d_params {
     int64_t batch, channels, length;
     int width;
     const float *x; int64_t x_stride[3];
     float *y; int64_t y_stride[3];
     const float *weight;
+    int64_t split;
+    float *y2; int64_t y2_stride[3];
+    const float *weight2;
 } mvrt_dwconv1d_params_t;
 
 /* Multi-head self-attention, not causal, no mask:

@@ -8,7 +8,9 @@
  * out[i] with the backend's y[i] at the positions the op writes. Elements the
  * op does not write are left untouched. Where an op reads its output
  * (linear with beta = 1), the reference reads the float output of `p` as the
- * initial value. The output pointer of `p` itself is never written.
+ * initial value. The output pointer of `p` itself is never written. A
+ * dwconv1d with two parts writes its y2 elements at out + (y2 - y), i.e.
+ * y and y2 must lie in one buffer that `out` mirrors.
  * Returns 0, or -1 for an unknown kind. */
 #ifndef MVRT_OPS_MV_REFERENCE_H
 #define MVRT_OPS_MV_REFERENCE_H

@@ -128,6 +128,21 @@ static void dw_direct(const mvrt_dwconv1d_params_t *p, int64_t b, int64_t c)
 
 void mvrt_cpu_dwconv1d_silu(const mvrt_dwconv1d_params_t *p, int threads)
 {
+    if (p->split > 0 && p->split < p->channels) {
+        /* two parts: each a one-part op */
+        mvrt_dwconv1d_params_t lo = *p, hi = *p;
+        lo.channels = p->split;
+        lo.split = 0;
+        hi.channels = p->channels - p->split;
+        hi.x = p->x + p->split * p->x_stride[1];
+        hi.y = p->y2;
+        memcpy(hi.y_stride, p->y2_stride, sizeof hi.y_stride);
+        hi.weight = p->weight2;
+        hi.split = 0;
+        mvrt_cpu_dwconv1d_silu(&lo, threads);
+        mvrt_cpu_dwconv1d_silu(&hi, threads);
+        return;
+    }
     const int64_t B = p->batch, C = p->channels, L = p->length;
     if (B <= 0 || C <= 0 || L <= 0 || p->width <= 0)
         return;

@@ -32,6 +32,19 @@ namespace mvrt_mv_gpu {
 
 static __device__ __forceinline__ float silu_f(float v) { return v / (1.f + expf(-v)); }
 
+/* Output element (b, c, l) and weight row of channel c: the first part, or
+ * past p.split the second (y2, weight2). */
+static __device__ __forceinline__ float *dw_out(const mvrt_dwconv1d_params_t &p, int64_t b, int64_t c, int64_t l)
+{
+    if (p.split > 0 && c >= p.split)
+        return p.y2 + b * p.y2_stride[0] + (c - p.split) * p.y2_stride[1] + l * p.y2_stride[2];
+    return p.y + b * p.y_stride[0] + c * p.y_stride[1] + l * p.y_stride[2];
+}
+static __device__ __forceinline__ const float *dw_weight(const mvrt_dwconv1d_params_t &p, int64_t c)
+{
+    return p.split > 0 && c >= p.split ? p.weight2 + (c - p.split) * p.width : p.weight + c * p.width;
+}
+
 /* Grid: x = length tiles of TL, y = channel tiles, z = batch (grid-stride). */
 template <int TL>
 __global__ void __launch_bounds__(256) dwconv1d_tiled_kernel(mvrt_dwconv1d_params_t p)
@@ -68,16 +81,15 @@ __global__ void __launch_bounds__(256) dwconv1d_tiled_kernel(mvrt_dwconv1d_param
                 if (idx0 + k * (int)blockDim.x < total) tile[cs[k]][ls[k]] = v[k];
         }
         __syncthreads();
-        float *y = p.y + b * p.y_stride[0];
         for (int idx = threadIdx.x; idx < MVRT_DW_TC * TL; idx += blockDim.x) {
             int c, l;
             if (y_cfast) { c = idx % MVRT_DW_TC; l = idx / MVRT_DW_TC; } else { l = idx % TL; c = idx / TL; }
             const int64_t cg = c0 + c, lg = l0 + l;
             if (cg >= p.channels || lg >= p.length) continue;
-            const float *w = p.weight + cg * W;
+            const float *w = dw_weight(p, cg);
             float acc = 0.f;
             for (int j = 0; j < W; j++) acc = fmaf(w[j], tile[c][l + j], acc);
-            y[cg * p.y_stride[1] + lg * p.y_stride[2]] = silu_f(acc);
+            *dw_out(p, b, cg, lg) = silu_f(acc);
         }
         __syncthreads(); /* the tile is reloaded for the next batch element */
     }
@@ -92,13 +104,13 @@ __global__ void __launch_bounds__(256) dwconv1d_direct_kernel(mvrt_dwconv1d_para
         const int64_t l = i % p.length, bc = i / p.length;
         const int64_t c = bc % p.channels, b = bc / p.channels;
         const float *x = p.x + b * p.x_stride[0] + c * p.x_stride[1];
-        const float *w = p.weight + c * W;
+        const float *w = dw_weight(p, c);
         float acc = 0.f;
         for (int j = 0; j < W; j++) {
             const int64_t s = l + j - pad;
             if (s >= 0 && s < p.length) acc = fmaf(w[j], x[s * p.x_stride[2]], acc);
         }
-        p.y[b * p.y_stride[0] + c * p.y_stride[1] + l * p.y_stride[2]] = silu_f(acc);
+        *dw_out(p, b, c, l) = silu_f(acc);
     }
 }
 

@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     /* dwconv1d on the mixer's x half: token-major (B, 196, 320) cols [0,160) -> (B, 160, 196) */
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_DWCONV1D_SILU;
-    p.u.dwconv1d = (mvrt_dwconv1d_params_t){B, C / 2, L, 3, x, {L * C, 1, C}, h, {C / 2 * L, L, 1}, w1};
+    p.u.dwconv1d = (mvrt_dwconv1d_params_t){B, C / 2, L, 3, x, {L * C, 1, C}, h, {C / 2 * L, L, 1}, w1, 0, NULL, {0, 0, 0}, NULL};
     bench("dwconv1d+silu b256 C160 L196 transpose", &p, 0, 2.0 * B * C / 2 * L * 4);
 
     /* window partition / reverse (B, 320, 14, 14), ws 14 */

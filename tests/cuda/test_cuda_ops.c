@@ -440,6 +440,37 @@ static void case_dwconv(const char *name, int64_t batch, int64_t C, int64_t L, i
     buf_free(&x); buf_free(&w); buf_free(&y);
 }
 
+/* Both halves of a token-major (batch, L, 2C) buffer in one op (split = C,
+ * MambaVision's conv1d_x / conv1d_z): y channel-major, y2 after it in the
+ * same buffer with padded strides and its own weights. */
+static void case_dwconv_split(const char *name, int64_t batch, int64_t C, int64_t L, int width)
+{
+    if (!selected(name)) return;
+    const int64_t Ct = 2 * C, y2_off = batch * C * L + 5, y2_batch = C * L + 2;
+    buf_t x = buf_rand(batch * L * Ct, -2.0, 2.0), w = buf_rand(C * width, -1.0, 1.0);
+    buf_t w2 = buf_rand(C * width, -1.0, 1.0), y = buf_out(y2_off + batch * y2_batch);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_DWCONV1D_SILU;
+    mvrt_dwconv1d_params_t *d = &ph.u.dwconv1d;
+    d->batch = batch; d->channels = Ct; d->length = L; d->width = width;
+    d->x = x.h; d->x_stride[0] = L * Ct; d->x_stride[1] = 1; d->x_stride[2] = Ct;
+    d->y = y.h; d->y_stride[0] = C * L; d->y_stride[1] = L; d->y_stride[2] = 1;
+    d->weight = w.h;
+    d->split = C;
+    d->y2 = y.h + y2_off; d->y2_stride[0] = y2_batch; d->y2_stride[1] = L; d->y2_stride[2] = 1;
+    d->weight2 = w2.h;
+    pd = ph;
+    pd.u.dwconv1d.x = x.d; pd.u.dwconv1d.y = y.d; pd.u.dwconv1d.weight = w.d;
+    pd.u.dwconv1d.y2 = (float *)y.d + y2_off; pd.u.dwconv1d.weight2 = w2.d;
+    double *ref = ref_new(y.n);
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    check(name, &y, ref, 0, 1e-5 * sqrt((double)width) + 1e-6, 1e-5);
+    free(ref);
+    buf_free(&x); buf_free(&w); buf_free(&w2); buf_free(&y);
+}
+
 /* ---------------------------------------------------------------- attention */
 static void case_attention_math(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled, int math)
 {
@@ -901,6 +932,12 @@ int main(int argc, char **argv)
     case_dwconv("dwconv_mv_160x196_b1_short", 1, 160, 196, 3, 0);
     case_dwconv("dwconv_mv_320x49_b1_short", 1, 320, 49, 3, 0);
     case_dwconv("dwconv_short_w5_chmajor_b2", 2, 45, 37, 5, 1);
+    /* two parts in one op (MambaVision's x and z halves): batch 1 (short
+     * tiles), batch 64, a split inside a 32-channel tile, the direct kernel */
+    case_dwconv_split("dwconv_split_mv_160_b1", 1, 160, 196, 3);
+    case_dwconv_split("dwconv_split_mv_320x49_b64", 64, 320, 49, 3);
+    case_dwconv_split("dwconv_split_c37_w4_b3", 3, 37, 50, 4);
+    case_dwconv_split("dwconv_split_w40_direct", 2, 9, 70, 40);
 
     /* bf16 math: the tensor-core kernel on sm_80+ (atol 3e-2, rtol 3e-2),
      * the fp32 kernels elsewhere; head_dim 7/16/40/49/64 (padded to 16..64,

@@ -274,6 +274,46 @@ static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
     test_dwconv_amp(B, C, L, width, layout, 2.0);
 }
 
+/* Both halves of a (B, L, 2C) token-major buffer in one op (split = C, as
+ * MambaVision's conv1d_x / conv1d_z): the first half channel-major into y,
+ * the second into y2, which follows y in the same buffer with its own
+ * padded strides and weights. */
+static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width)
+{
+    char name[128];
+    snprintf(name, sizeof name, "B%lld C%lld+%lld L%lld w%d two parts", (long long)B, (long long)C, (long long)C,
+             (long long)L, width);
+    const int64_t Ct = 2 * C, y2_off = B * C * L + 5, y2_batch = C * L + 2;
+    const size_t nx = (size_t)(B * L * Ct), ny = (size_t)(y2_off + B * y2_batch);
+    float *x = falloc(nx), *w = falloc((size_t)(C * width)), *w2 = falloc((size_t)(C * width)), *y = falloc(ny);
+    double *ref = dalloc(ny);
+    fill_uniform(x, nx, 0.0, 2.0);
+    fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
+    fill_uniform(w2, (size_t)(C * width), 0.5, 1.0);
+    fill_nan(y, ny);
+    to_double(ref, y, ny);
+    mvrt_op_params_t op = {.kind = MVRT_OP_DWCONV1D_SILU};
+    mvrt_dwconv1d_params_t *d = &op.u.dwconv1d;
+    d->batch = B, d->channels = Ct, d->length = L, d->width = width;
+    d->x = x, d->x_stride[0] = L * Ct, d->x_stride[1] = 1, d->x_stride[2] = Ct;
+    d->y = y, d->y_stride[0] = C * L, d->y_stride[1] = L, d->y_stride[2] = 1;
+    d->weight = w;
+    d->split = C;
+    d->y2 = y + y2_off, d->y2_stride[0] = y2_batch, d->y2_stride[1] = L, d->y2_stride[2] = 1;
+    d->weight2 = w2;
+    run_ref(&op, ref);
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(y, ny);
+        run_cpu(&op, t);
+        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
+    }
+    free(x);
+    free(w);
+    free(w2);
+    free(y);
+    free(ref);
+}
+
 /* ---------------- attention ---------------- */
 /* The output is a convex combination of value rows, so errors are measured
  * against max|v|: atol = max|v| * (AT_ATOL + AT_LOGIT_EPS * cond), where
@@ -463,6 +503,9 @@ int main(void)
     test_dwconv(1, 65, 300, 3, DW_TM_IN);
     test_dwconv(1, 65, 600, 4, DW_CM_PADDED);
     test_dwconv(2, 40, 517, 5, DW_TM_BOTH);
+    test_dwconv_split(2, 160, 196, 3);
+    test_dwconv_split(3, 33, 49, 4);
+    test_dwconv_split(1, 5, 1, 3);
     test_dwconv(1, 3, 300, 128, DW_CM);
     test_dwconv(1, 3, 300, 129, DW_TM_IN);
     test_dwconv(2, 5, 40, 200, DW_CM_PADDED);
