@@ -70,6 +70,13 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
              gpuError_t *err, char *msg, size_t msg_n)
 {
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_OP_OK;
+    /* a few rows against a PyTorch weight (the head at batch 1): one warp
+     * per output column (linear_gpu.cuh) */
+    if (gemm_rows_takes(g)) {
+        const gpuError_t e = launch_gemm_rows(g, ctx->warp_size, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        return MVRT_GPU_OP_OK;
+    }
     /* a short K and few outputs: one fused SIMT kernel (linear_gpu.cuh) */
     if (gemm_smallk_takes(g)) {
         const gpuError_t e = launch_gemm_smallk(g, s);

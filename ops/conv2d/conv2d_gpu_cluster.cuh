@@ -85,6 +85,7 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CCONV_SM_BLOCKS) conv
     const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < a.ks ? g.K - k0 : a.ks);
     const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
 
+    cgemm_prefetch_bias(g, m0, n0);
     /* the slice's k table: offset in the image and tap p kernel + q of each
      * k; the entries up to the next whole chunk past klen get tap 31, never
      * valid (zero fill without a k test per element) */

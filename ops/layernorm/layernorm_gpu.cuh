@@ -44,6 +44,21 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
         if (NV > 0 && cols / 4 <= (int64_t)NV * MVRT_WARP_SIZE) {
             const int64_t c4n = cols / 4;
             const float4 *x4 = reinterpret_cast<const float4 *>(x);
+            const float4 *w4 = reinterpret_cast<const float4 *>(p.weight);
+            const float4 *b4 = reinterpret_cast<const float4 *>(p.bias);
+            /* the weights and biases are loaded with the row (up to 8
+             * float4 per lane): each LayerNorm's are read once per forward,
+             * from DRAM, and a load after the two reductions added a
+             * memory round trip to every call */
+            constexpr bool EARLY = NV <= 8;
+            float4 wv[EARLY && NV > 0 ? NV : 1], bv[EARLY && NV > 0 ? NV : 1];
+            if constexpr (EARLY) {
+#pragma unroll
+                for (int i = 0; i < NV; i++) {
+                    const int64_t c4 = lane + (int64_t)i * MVRT_WARP_SIZE;
+                    if (c4 < c4n) wv[i] = w4[c4], bv[i] = b4[c4];
+                }
+            }
             float4 v[NV > 0 ? NV : 1];
             float s = 0.f;
 #pragma unroll
@@ -63,15 +78,13 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
                 }
             }
             const float rstd = 1.f / sqrtf(warp_sum(q) * inv_n + p.eps);
-            const float4 *w4 = reinterpret_cast<const float4 *>(p.weight);
-            const float4 *b4 = reinterpret_cast<const float4 *>(p.bias);
             float4 *y4 = reinterpret_cast<float4 *>(y);
             uint2 *y4h = reinterpret_cast<uint2 *>(y16);
 #pragma unroll
             for (int i = 0; i < NV; i++) {
                 const int64_t c4 = lane + (int64_t)i * MVRT_WARP_SIZE;
                 if (c4 < c4n) {
-                    const float4 w = w4[c4], b = b4[c4];
+                    const float4 w = EARLY ? wv[i] : w4[c4], b = EARLY ? bv[i] : b4[c4];
                     float4 o;
                     o.x = (v[i].x - mean) * rstd * w.x + b.x;
                     o.y = (v[i].y - mean) * rstd * w.y + b.y;

@@ -390,6 +390,74 @@ static inline mvrt_gpu_error_t launch_gemm_smallk(const gemm_args &g, mvrt_gpu_s
     return mvrt_gpu_get_last_error();
 }
 
+/* A few rows times a PyTorch weight (Y = A W^T: !ta, tb, M <= 8), e.g. the
+ * classifier head at batch 1 (1 x 1000, K = 640): one warp per output
+ * column n walks row n of B and the M rows of A along K (16-byte loads
+ * where rows allow), keeps M sums per lane, reduces them across the warp
+ * in a fixed order (deterministic) and stores with the epilogue. The
+ * cluster GEMM took 9.3 us for the head (H100, ncu: 16 tiles of which one
+ * row is used). Grid: x over columns (8 warps per block), z over the batch. */
+#define MVRT_ROWS_GEMM_M 8
+static inline bool gemm_rows_takes(const gemm_args &g)
+{
+    return !g.ta && g.tb && g.M <= MVRT_ROWS_GEMM_M && g.K >= 128 && !g.y16 && g.batch <= 65535 &&
+           g.N <= (int64_t)8 * 0x7fffffff;
+}
+template <bool VEC>
+__global__ void __launch_bounds__(256) gemm_rows_kernel(gemm_args g)
+{
+    const int lane = threadIdx.x % MVRT_WARP_SIZE;
+    const int64_t n = (int64_t)blockIdx.x * (256 / MVRT_WARP_SIZE) + threadIdx.x / MVRT_WARP_SIZE, bz = blockIdx.z;
+    if (n >= g.N) return;
+    const float *A = g.A + bz * g.sa, *brow = g.B + bz * g.sb + n * g.ldb;
+    float acc[MVRT_ROWS_GEMM_M];
+#pragma unroll
+    for (int m = 0; m < MVRT_ROWS_GEMM_M; ++m) acc[m] = 0.f;
+    /* unrolled: several loads of the (cold) weight row in flight */
+    if (VEC) {
+#pragma unroll 4
+        for (int64_t k = 4 * lane; k < g.K; k += 4 * MVRT_WARP_SIZE) {
+            const float4 b = *reinterpret_cast<const float4 *>(brow + k);
+#pragma unroll
+            for (int m = 0; m < MVRT_ROWS_GEMM_M; ++m)
+                if (m < g.M) {
+                    const float4 a = *reinterpret_cast<const float4 *>(A + m * g.lda + k);
+                    acc[m] = fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, acc[m]))));
+                }
+        }
+    } else {
+#pragma unroll 4
+        for (int64_t k = lane; k < g.K; k += MVRT_WARP_SIZE) {
+            const float b = brow[k];
+#pragma unroll
+            for (int m = 0; m < MVRT_ROWS_GEMM_M; ++m)
+                if (m < g.M) acc[m] = fmaf(A[m * g.lda + k], b, acc[m]);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < MVRT_ROWS_GEMM_M; ++m)
+#pragma unroll
+        for (int o = MVRT_WARP_SIZE / 2; o > 0; o /= 2) acc[m] += MVRT_SHFL_XOR(acc[m], o, MVRT_WARP_SIZE);
+    if (lane != 0) return;
+    float *Y = g.Y + bz * g.sy;
+    const float *R = g.R ? g.R + bz * g.sr : nullptr;
+#pragma unroll
+    for (int m = 0; m < MVRT_ROWS_GEMM_M; ++m)
+        if (m < g.M) epilogue_store(g, acc[m], m, n, Y + m * g.ldy + n, R ? R + m * g.ldr + n : nullptr);
+}
+/* warp_size: the device's (the device pass's MVRT_WARP_SIZE) */
+static inline mvrt_gpu_error_t launch_gemm_rows(const gemm_args &g, int warp_size, mvrt_gpu_stream_t s)
+{
+    if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
+    const int64_t per_block = 256 / warp_size;
+    dim3 grid((unsigned)((g.N + per_block - 1) / per_block), 1, (unsigned)g.batch);
+    const bool vec = g.K % 4 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 && g.sa % 4 == 0 && g.sb % 4 == 0 &&
+                     mvrt_aligned16(g.A) && mvrt_aligned16(g.B);
+    if (vec) gemm_rows_kernel<true><<<grid, 256, 0, s>>>(g);
+    else gemm_rows_kernel<false><<<grid, 256, 0, s>>>(g);
+    return mvrt_gpu_get_last_error();
+}
+
 /* Queues the epilogue over Y (nothing to do without bias, act, residual). */
 static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stream_t s)
 {

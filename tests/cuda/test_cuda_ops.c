@@ -764,6 +764,13 @@ static const lcase_t linear_cases[] = {
     {"linear_smallk_tn_b3_beta1",        3,  65,   33,   32, 1, 0, 1, 0, 2, 1, 0, 2, GELU, 1, FP32, 0},
     {"linear_smallk_nn_fast_shared_b",   2,  50,   90,   17, 0, 0, 0, 3, 0, 0, 1, 1, NONE, 0, FAST, 0},
     {"linear_smallk_K32_over_2p20",      1, 1025, 1024,  32, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FP32, 64},
+    /* M <= 8 rows times a PyTorch weight (tb), K >= 128: one warp per
+     * output column on every GEMM path; the batch-1 head, padded rows
+     * (4-byte loads) with beta 1 and a row bias, fast math at batch 3
+     * with a shared weight */
+    {"linear_rows_head_b1",              1,   1, 1000,  640, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_rows_M7_pad_beta1",         2,   7,  300,  130, 0, 1, 1, 2, 3, 0, 0, 2, GELU, 1, FP32, 0},
+    {"linear_rows_M3_shared_b_fast",     3,   3,   77,  256, 0, 1, 0, 0, 0, 0, 1, 1, SILU, 0, FAST, 0},
     {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
     {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
     {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
