@@ -36,7 +36,7 @@
 
 namespace mvrt_mv_gpu {
 
-#define MVRT_CCONV_KC 32       /* k per staged chunk */
+#define MVRT_CCONV_KC MVRT_CGEMM_KC /* k per staged chunk (cgemm_chunked_product) */
 /* k per slice: longer chains ran no faster than im2col + split GEMM (H100,
  * ncu: 320 -> 640 channels at 14x14, 360-long slices, 25.8 vs 25.0 us) */
 #define MVRT_CCONV_KS_MAX 192
@@ -142,41 +142,8 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CCONV_SM_BLOCKS) conv
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
 
-    constexpr int J = 4;
-    float acc[2][J][4], sum[2][J][4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) sum[i][j][e] = 0.f;
-    const int chunks = (klen + KC - 1) / KC;
-    if (chunks > 0) stage(0);
-    for (int ch = 0; ch < chunks; ++ch) {
-        if (ch + 1 < chunks) {
-            stage(ch + 1); /* into the buffer the previous chunk used (released by its barrier) */
-            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-        } else {
-            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-        }
-        __syncthreads();
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-            for (int j = 0; j < J; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-        const float *const As = sm + (ch & 1) * MVRT_CCONV_STAGE_WORDS;
-        const int left = klen - ch * KC;
-        cgemm_mma<false, false>(acc, As, KSP, As + MVRT_CCONV_A_WORDS, MVRT_CGEMM_WIDE, left < KC ? (left + 7) & ~7 : KC);
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-            for (int j = 0; j < J; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) sum[i][j][e] += acc[i][j][e];
-        __syncthreads(); /* the buffer is free for the chunk after next */
-    }
+    float sum[2][4][4];
+    cgemm_chunked_product<false, false>(sum, sm, MVRT_CCONV_STAGE_WORDS, MVRT_CCONV_A_WORDS, klen, stage);
     cgemm_cluster_finish(g, sum, sm, m0, n0, mval, nval, bz);
 #else
     (void)a;

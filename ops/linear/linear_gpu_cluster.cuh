@@ -101,6 +101,16 @@ static __device__ __forceinline__ void cgemm_stage(float *dst, int sstride, cons
 #endif
 
 #ifdef MVRT_CGEMM_DEVICE
+static __device__ __forceinline__ void cgemm_zero(float (&t)[2][4][4])
+{
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) t[i][j][e] = 0.f;
+}
+
 /* Asks L2 for the 64 bias values of the tile (per row from m0, else per
  * column from n0) at kernel start: the epilogue reads them last, and a
  * layer's bias is read once per forward, from DRAM (one round trip less
@@ -250,12 +260,7 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
     __syncthreads();
 
     float acc[2][4][4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    cgemm_zero(acc);
     cgemm_mma<TA, TB>(acc, As, TA ? MVRT_CGEMM_WIDE : ksp, Bs, TB ? ksp : MVRT_CGEMM_WIDE, (klen + 7) & ~7);
     cgemm_cluster_finish(g, acc, sm, m0, n0, mval, nval, bz);
 #else
@@ -285,6 +290,47 @@ static constexpr __host__ __device__ int cgemm_chunked_smem_bytes(bool ta, bool 
 static_assert(cgemm_chunked_smem_bytes(false, true) <= 48 * 1024 && cgemm_chunked_smem_bytes(true, false) <= 48 * 1024,
               "the chunked cluster GEMM must fit 48 KB of shared memory");
 
+#ifdef MVRT_CGEMM_DEVICE
+/* The chunked product of one block's slice, shared by the chunked cluster
+ * GEMM and the cluster conv: sum = A_slice . B_slice over klen k, walked
+ * in chunks of MVRT_CGEMM_KC staged by stage(chunk) (cp.async into buffer
+ * chunk & 1 at sm + (chunk & 1) * chunk_words, A first and B a_words
+ * later, one commit group per call) two chunks deep; each chunk's mma
+ * accumulator is added to the fp32 sum. Ends after a barrier: the buffers
+ * are free. */
+template <bool TA, bool TB, typename Stage>
+static __device__ __forceinline__ void cgemm_chunked_product(float (&sum)[2][4][4], const float *sm, int chunk_words,
+                                                             int a_words, int klen, Stage stage)
+{
+    constexpr int KC = MVRT_CGEMM_KC, KSP = cgemm_kstride(MVRT_CGEMM_KC);
+    float acc[2][4][4];
+    cgemm_zero(sum);
+    const int chunks = (klen + KC - 1) / KC;
+    if (chunks > 0) stage(0);
+    for (int ch = 0; ch < chunks; ++ch) {
+        if (ch + 1 < chunks) {
+            stage(ch + 1); /* into the buffer the previous chunk used (released by its barrier) */
+            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        }
+        __syncthreads();
+        cgemm_zero(acc);
+        const float *const As = sm + (ch & 1) * chunk_words;
+        const int left = klen - ch * KC;
+        cgemm_mma<TA, TB>(acc, As, TA ? MVRT_CGEMM_WIDE : KSP, As + a_words, TB ? KSP : MVRT_CGEMM_WIDE,
+                          left < KC ? (left + 7) & ~7 : KC);
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sum[i][j][e] += acc[i][j][e];
+        __syncthreads(); /* the buffer is free for the chunk after next */
+    }
+}
+#endif
+
 template <bool TA, bool TB, int VEC>
 __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CGEMM_CHUNKED_BLOCKS)
     gemm_cluster_chunked_kernel(gemm_args g, int ks, int tiles_n)
@@ -313,41 +359,8 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CGEMM_CHUNKED_BLOCKS)
         else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + kc * g.ldb + n0, g.ldb, KC, T, kv, nval);
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    float acc[2][4][4], sum[2][4][4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) sum[i][j][e] = 0.f;
-    const int chunks = (klen + KC - 1) / KC;
-    if (chunks > 0) stage(0);
-    for (int ch = 0; ch < chunks; ++ch) {
-        if (ch + 1 < chunks) {
-            stage(ch + 1); /* into the buffer the previous chunk used (released by its barrier) */
-            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-        } else {
-            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-        }
-        __syncthreads();
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-        const float *const As = sm + (ch & 1) * CHUNK;
-        const int left = klen - ch * KC;
-        cgemm_mma<TA, TB>(acc, As, TA ? MVRT_CGEMM_WIDE : KSP, As + A_WORDS, TB ? KSP : MVRT_CGEMM_WIDE,
-                          left < KC ? (left + 7) & ~7 : KC);
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) sum[i][j][e] += acc[i][j][e];
-        __syncthreads(); /* the buffer is free for the chunk after next */
-    }
+    float sum[2][4][4];
+    cgemm_chunked_product<TA, TB>(sum, sm, CHUNK, A_WORDS, klen, stage);
     cgemm_cluster_finish(g, sum, sm, m0, n0, mval, nval, bz);
 #else
     (void)g, (void)ks, (void)tiles_n;
