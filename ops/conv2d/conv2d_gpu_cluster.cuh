@@ -40,7 +40,7 @@ namespace mvrt_mv_gpu {
 /* k per slice: longer chains ran no faster than im2col + split GEMM (H100,
  * ncu: 320 -> 640 channels at 14x14, 360-long slices, 25.8 vs 25.0 us) */
 #define MVRT_CCONV_KS_MAX 192
-#define MVRT_CCONV_SM_BLOCKS 4 /* blocks per SM (__launch_bounds__ below: <= 128 registers) */
+#define MVRT_CCONV_SM_BLOCKS 4 /* __launch_bounds__ below: <= 128 registers (the plan takes at most 3) */
 /* one chunk: A 64 rows of cgemm_kstride(KC) words, B KC rows of MVRT_CGEMM_WIDE */
 #define MVRT_CCONV_A_WORDS (MVRT_CGEMM_TILE * cgemm_kstride(MVRT_CCONV_KC))
 #define MVRT_CCONV_STAGE_WORDS (MVRT_CCONV_A_WORDS + MVRT_CCONV_KC * MVRT_CGEMM_WIDE)
@@ -153,37 +153,22 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CCONV_SM_BLOCKS) conv
 #if defined(MVRT_GPU_CUDA)
 /* The cluster conv's plan for p (fp32 math; not the 1x1 direct or
  * small-patch convs, which have their own paths): S slices (0: not taken)
- * of ks k each. As cgemm_plan_for: S the largest power of two <= max_slices
- * (and 8) with K / S >= 32 whose tiles x batch x S blocks all run in one
- * wave; not taken for S = 1, for slices over MVRT_CCONV_KS_MAX, where the
+ * of ks k each, chosen by cgemm_slices (the cluster GEMM's rule: one wave,
+ * at most 3 blocks per SM); not taken for S = 1, for slices over
+ * MVRT_CCONV_KS_MAX, where the
  * tiles x batch reach the SM count (larger batches keep the CUTLASS
  * implicit conv or im2col + GEMM), or for images whose offsets need more
  * than 32 bits, or kernels over 5 x 5 (a thread's valid taps are bits of
  * one word). */
 static inline cgemm_plan cconv_plan_for(const mvrt_conv2d_params_t &p, int sm_count, int max_slices)
 {
-    cgemm_plan pl = {0, 0};
     const int64_t K = p.in_channels * p.kernel * p.kernel, nsp = p.out_h * p.out_w;
     if (max_slices < 2 || K < 64 || p.batch > 65535 || p.kernel > 5 ||
         p.in_channels * p.in_h * p.in_w > INT32_MAX || nsp > INT32_MAX || K > INT32_MAX)
-        return pl;
+        return cgemm_plan{0, 0};
     const int64_t tiles = ((p.out_channels + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE) *
                           ((nsp + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
-    if (tiles * p.batch >= sm_count) return pl;
-    int S = 1;
-    while (2 * S <= max_slices && 2 * S <= MVRT_CGEMM_SLICES_MAX && K / (2 * S) >= 32) S *= 2;
-    for (; S >= 2; S /= 2) {
-        const int64_t ks = ((K + S - 1) / S + 7) / 8 * 8;
-        if (ks > MVRT_CCONV_KS_MAX) return pl; /* fewer slices are only longer */
-        int per_sm = MVRT_CGEMM_SM_SMEM / (cconv_smem_bytes((int)ks) + 1024);
-        if (per_sm > MVRT_CCONV_SM_BLOCKS) per_sm = MVRT_CCONV_SM_BLOCKS;
-        if (tiles * p.batch * S <= (int64_t)per_sm * sm_count) {
-            pl.S = S;
-            pl.ks = (int)ks;
-            return pl;
-        }
-    }
-    return pl;
+    return cgemm_slices(tiles * p.batch, K, sm_count, max_slices, MVRT_CCONV_KS_MAX, cconv_smem_bytes);
 }
 
 /* Queues conv p on the cluster conv with plan pl (from cconv_plan_for). */

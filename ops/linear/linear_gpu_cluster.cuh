@@ -388,39 +388,49 @@ struct cgemm_plan {
     int S, ks;
 };
 #define MVRT_CGEMM_SM_SMEM 233472 /* shared memory per SM on sm_90 (228 KB) */
-#define MVRT_CGEMM_SM_BLOCKS 5    /* blocks per SM by registers (~80 per thread) */
-/* at most 3 blocks per SM in a plan: fewer, longer slices beat 4-5 blocks
+/* at most 3 blocks per SM in a plan (registers and shared memory allow
+ * 4-5: __launch_bounds__ of the kernels): fewer, longer slices beat 4-5 blocks
  * per SM (H100, batch-1 MambaVision-T: fc1 196 x 1280 x 320 at S = 8, 640
  * blocks, 15.0 us vs S = 4 chunked, 320 blocks, 12.7 us; model 1.036 /
  * 1.049 vs 1.020 / 1.021 ms; a cap of 2 gave 1.047) */
 #define MVRT_CGEMM_PLAN_BLOCKS 3
-static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int max_slices,
-                                        int max_ks = MVRT_CGEMM_KS_CHUNKED_MAX)
+/* The slice choice shared by the cluster GEMM and the cluster conv: the
+ * largest power of two S <= max_slices (and 8) with K / S >= 32 whose
+ * `tiles` x S blocks fit one wave at the blocks per SM that smem_bytes(ks)
+ * allows, and at most MVRT_CGEMM_PLAN_BLOCKS; {0, 0} when even 64 x 64
+ * tiles reach the SM count, for S = 1, or for slices over max_ks. */
+template <typename SmemBytes>
+static inline cgemm_plan cgemm_slices(int64_t tiles, int64_t K, int sm_count, int max_slices, int max_ks,
+                                      SmemBytes smem_bytes)
 {
     cgemm_plan p = {0, 0};
-    if (max_slices < 2 || g.y16 || g.K < 64 || g.batch > 65535 || g.M > INT32_MAX / 2 || g.N > INT32_MAX / 2)
-        return p;
-    const int64_t tiles = ((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE) * ((g.N + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
-    if (tiles * g.batch >= sm_count) return p;
+    if (tiles >= sm_count) return p;
     int S = 1;
-    while (2 * S <= max_slices && 2 * S <= MVRT_CGEMM_SLICES_MAX && g.K / (2 * S) >= 32) S *= 2;
+    while (2 * S <= max_slices && 2 * S <= MVRT_CGEMM_SLICES_MAX && K / (2 * S) >= 32) S *= 2;
     for (; S >= 2; S /= 2) {
-        const int64_t ks = ((g.K + S - 1) / S + 7) / 8 * 8;
+        const int64_t ks = ((K + S - 1) / S + 7) / 8 * 8;
         if (ks > max_ks) return p; /* fewer slices are only longer */
-        const bool chunked = ks > MVRT_CGEMM_KS_MAX;
-        const int smem = chunked ? cgemm_chunked_smem_bytes(g.ta != 0, g.tb != 0)
-                                 : cgemm_smem_bytes(g.ta != 0, g.tb != 0, (int)ks);
-        int per_sm = MVRT_CGEMM_SM_SMEM / (smem + 1024);
-        const int reg_blocks = chunked ? MVRT_CGEMM_CHUNKED_BLOCKS : MVRT_CGEMM_SM_BLOCKS;
-        if (per_sm > reg_blocks) per_sm = reg_blocks;
+        int per_sm = MVRT_CGEMM_SM_SMEM / (smem_bytes((int)ks) + 1024);
         if (per_sm > MVRT_CGEMM_PLAN_BLOCKS) per_sm = MVRT_CGEMM_PLAN_BLOCKS;
-        if (tiles * g.batch * S <= (int64_t)per_sm * sm_count) {
+        if (tiles * S <= (int64_t)per_sm * sm_count) {
             p.S = S;
             p.ks = (int)ks;
             return p;
         }
     }
     return p;
+}
+
+static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int max_slices,
+                                        int max_ks = MVRT_CGEMM_KS_CHUNKED_MAX)
+{
+    if (max_slices < 2 || g.y16 || g.K < 64 || g.batch > 65535 || g.M > INT32_MAX / 2 || g.N > INT32_MAX / 2)
+        return cgemm_plan{0, 0};
+    const int64_t tiles = ((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE) * ((g.N + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
+    return cgemm_slices(tiles * g.batch, g.K, sm_count, max_slices, max_ks, [&](int ks) {
+        return ks > MVRT_CGEMM_KS_MAX ? cgemm_chunked_smem_bytes(g.ta != 0, g.tb != 0)
+                                      : cgemm_smem_bytes(g.ta != 0, g.tb != 0, ks);
+    });
 }
 
 static inline bool cgemm_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
