@@ -396,6 +396,10 @@ int main(int argc, char **argv)
         {"bf16_many_rows",   28, 160, 196,   8, 1, 1, 1, 1, 0, 1, 1, BF, 0},
         {"many_rows_L20_N16",20, 256,  20,  16, 2, 1, 1, 1, 0, 1, 1, F, 0},
         {"f16_many_L49_z",   18, 256,  49,   4, 1, 1, 1, 1, 1, 1, 1, H, 0},
+        /* batches past 8 per part of the batch reduction (8 loads in
+         * flight, then a tail), constant B reduced over the batch too */
+        {"big_batch",        70,  12,  20,   8, 1, 1, 1, 1, 0, 1, 1, F, 0},
+        {"big_batch_constB", 67,  10,  12,   4, 1, 0, 1, 1, 1, 1, 1, F, 1},
     };
     int fails = 0, ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
