@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_SB_MAX_THREADS(NS / LPR), 1) scan_bw
         char *gdd = (char *)p.ddelta.data + (wk.b * p.ddelta.stride[0] + wk.d0 * p.ddelta.stride[1]) * ES;
         char *gdz = has_z ? (char *)p.dz.data + (wk.b * p.dz.stride[0] + wk.d0 * p.dz.stride[1]) * ES : (char *)0;
         const bc_src bs = make_bc_src<Tin>(p, wk);
-        float bcv[MVRT_SCAN_STAGED_BCK];
+        bc_raw16<Tin> bcv;
 
         /* stage of chunk cc: u, delta (, dout, z when full), B/C */
         auto issue = [&](int cc, bool full) {
@@ -179,10 +179,17 @@ __global__ void __launch_bounds__(MVRT_SCAN_SB_MAX_THREADS(NS / LPR), 1) scan_bw
 
         /* the row's constants (loaded while the first copies are in flight) */
         issue(0, nchunks == 1);
-        if constexpr (ES != 4) {
-            bc_fetch_chunk<Tin, NS>(bcv, bs, 0, chunk_len(0), N, sk.lgT);
-            bc_put_chunk<NS>((float *)(smem + ntens * sk.tens_bytes), bcv, sk.lgT);
-        }
+        /* 16-bit B/C: the elements of the next chunk wait in registers
+         * (fetched when its copies are issued) and are widened into its
+         * stage after the barrier that completes its copies, then a second
+         * barrier (pass 1's chunks compute too briefly to cover the loads) */
+        if constexpr (ES != 4) bc_fetch_chunk<Tin, NS>(bcv, bs, 0, chunk_len(0), N, sk.lgT);
+        auto put_bc = [&](int cc) {
+            if constexpr (ES != 4) {
+                bc_put_chunk<Tin, NS>((float *)(smem + (cc & 1) * sk.stage_bytes + ntens * sk.tens_bytes), bcv, sk.lgT);
+                __syncthreads();
+            }
+        };
         float A2[NSL]; /* A log2(e); S2 is summed with it and scaled by ln 2 once */
 #pragma unroll
         for (int j = 0; j < NSL; ++j) {
@@ -204,6 +211,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_SB_MAX_THREADS(NS / LPR), 1) scan_bw
                 const int len = T; /* every chunk but the last is full */
                 staged_copy_wait();
                 __syncthreads(); /* chunk cc visible; everyone is done with the other stage */
+                put_bc(cc);
                 issue(cc + 1, cc + 2 == nchunks);
                 if constexpr (ES != 4) bc_fetch_chunk<Tin, NS>(bcv, bs, (int64_t)(cc + 1) << sk.lgT, chunk_len(cc + 1), N, sk.lgT);
                 const Tin *ur = (const Tin *)st + rr * sk.srow;
@@ -225,8 +233,6 @@ __global__ void __launch_bounds__(MVRT_SCAN_SB_MAX_THREADS(NS / LPR), 1) scan_bw
                     for (int j = 0; j < NSL; ++j)
                         if (q * NSL + j < N) state[(int64_t)(cc + 1) * cstride + j] = h[j];
                 }
-                if constexpr (ES != 4)
-                    bc_put_chunk<NS>((float *)(smem + ((cc + 1) & 1) * sk.stage_bytes + ntens * sk.tens_bytes), bcv, sk.lgT);
             }
         }
 
@@ -249,6 +255,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_SB_MAX_THREADS(NS / LPR), 1) scan_bw
                 h[j] = (cc > 0 && active && q * NSL + j < N) ? state[(int64_t)cc * cstride + j] : 0.f;
             staged_copy_wait();
             __syncthreads(); /* chunk cc visible; everyone is done with the other stage */
+            put_bc(cc);
             if (cc > 0) {
                 issue(cc - 1, true);
                 if constexpr (ES != 4) bc_fetch_chunk<Tin, NS>(bcv, bs, t0 - T, T, N, sk.lgT);
@@ -438,9 +445,6 @@ __global__ void __launch_bounds__(MVRT_SCAN_SB_MAX_THREADS(NS / LPR), 1) scan_bw
                 }
                 MVRT_SYNCWARP(); /* partials read before the next sub-chunk writes them */
             }
-            if constexpr (ES != 4) {
-                if (cc > 0) bc_put_chunk<NS>((float *)(smem + ((cc - 1) & 1) * sk.stage_bytes + ntens * sk.tens_bytes), bcv, sk.lgT);
-            }
             __syncthreads(); /* du, ddelta, dz and the warp sums of the chunk complete */
             rows_op<Tin, PIECE_STORE>(sk.vec, st, sbytes, gdu + t0 * ES, p.du.stride[1] * ES, wk.nrows, sk.lg_ppr, len * ES);
             rows_op<Tin, PIECE_STORE>(sk.vec, st + sk.tens_bytes, sbytes, gdd + t0 * ES, p.ddelta.stride[1] * ES, wk.nrows,
@@ -506,46 +510,65 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
     const int64_t rows = p.batch * p.dim;
     if (!force && rows < 16 * (int64_t)sm_count) return c;
     const int64_t rows_sm = (rows + sm_count - 1) / sm_count;
-    /* lanes per row: 2 where one lane per row would give tiles of at most
-     * 224 rows (then 2 lanes double the warps of the same tiles; register
-     * use caps a block at 256 or 384 threads), 4 for 16 states and few
-     * rows. Measured on an H100, f32 ms, LPR 1 / 2: MV-T s3 (160 rows)
-     * 0.386 / 0.345, MV-T s4 (320) 0.291 / 0.258, MV-L s3 (392 = 2 x 196)
-     * 0.331 / 0.261, MV-B s3 (256) 0.475 / 0.529, MV-B s4 (512) 0.361 /
-     * 0.375; LM 8x1536x2048x16: LPR 4 2.47. A lane holds 4 or 8 states:
-     * 16 states in one lane spill (328 bytes of stack at 255 registers). */
+    /* tiles for lpr lanes per row: the most used lanes times the use of
+     * the SMs over the waves of blocks, with as many resident blocks per
+     * SM as the launch bound's registers allow (measured on an H100, f32:
+     * the LM row in 24 tiles of 64 rows = 1.45 waves 2.30 ms, in 16 tiles
+     * of 96 rows = one wave 1.51 ms; MV-L s3 5 tiles of 79 rows 0.261 ms,
+     * 4 of 98 rows 0.226 ms). Gives the tile count, 0 if none. */
+    auto tiles_for = [&](int lpr_c) {
+        const int tmax_c = MVRT_SCAN_SB_MAX_THREADS(c.ns / lpr_c);
+        int rcap = tmax_c / lpr_c;
+        if (rcap > 256) rcap = 256;
+        int best_nt = 0;
+        double best = -1;
+        for (int ntl = (int)((dpg + rcap - 1) / rcap); ntl <= dpg && ntl <= 64; ++ntl) {
+            const int ch = (int)((dpg + ntl - 1) / ntl);
+            const int thr = (ch * lpr_c + warp - 1) / warp * warp;
+            const double eff = (double)dpg * lpr_c / ((double)ntl * thr);
+            const int64_t nb = p.batch * p.groups * ntl;
+            const int64_t slots = (int64_t)sm_count * (tmax_c / thr > 1 ? tmax_c / thr : 1);
+            const double waves = (double)((nb + slots - 1) / slots);
+            const double score = eff * (double)nb / (waves * (double)slots);
+            if (score > best + 0.005) {
+                best = score;
+                best_nt = ntl;
+            }
+            if (score > 0.99) break;
+        }
+        return best_nt;
+    };
+    /* warps resident on an SM with lpr lanes per row (blocks per SM: the
+     * registers' slots, or fewer where the blocks are few) */
+    auto resident_warps = [&](int lpr_c) {
+        const int ntl = tiles_for(lpr_c);
+        if (ntl == 0) return 0.0;
+        const int ch = (int)((dpg + ntl - 1) / ntl);
+        const int thr = (ch * lpr_c + warp - 1) / warp * warp;
+        const int tmax_c = MVRT_SCAN_SB_MAX_THREADS(c.ns / lpr_c);
+        int64_t per_sm = (p.batch * p.groups * ntl + sm_count - 1) / sm_count;
+        const int64_t slots = tmax_c / thr > 1 ? tmax_c / thr : 1;
+        if (per_sm > slots) per_sm = slots;
+        return (double)per_sm * thr / warp;
+    };
+    /* lanes per row (a lane holds 4 or 8 states: 16 states in one lane
+     * spill 328 bytes at 255 registers). 8 states: 2 lanes only where
+     * they bring at least 1.5x the resident warps, since the second lane
+     * repeats the per-row work (~20 % more instructions) and the kernel
+     * is latency-bound. Measured on an H100, f32 ms, LPR 1 / 2 (both on
+     * their own tiles): MV-T s3 0.304 / 0.257 (5 / 10 warps per SM), MV-T
+     * s4 0.208 / 0.179 (5 / 10), MV-B s3 0.390 / 0.443 (8 / 8), MV-B s4
+     * 0.272 / 0.291 (8 / 11), MV-L s3 0.175 / 0.207 (7 / 7). 16 states: 4
+     * lanes where rows are few (LM 8x1536x2048x16, LPR 4: 1.51 ms). */
     int lpr = 1;
-    if (c.ns >= 8) {
-        const int64_t nt1 = (dpg + 255) / 256;
-        if ((dpg + nt1 - 1) / nt1 <= 224 && rows_sm < 1024) lpr = 2;
+    if (c.ns == 8) {
+        const double w1 = resident_warps(1), w2 = resident_warps(2);
+        if (w2 >= 1.5 * w1) lpr = 2;
     }
     if (c.ns >= 16) lpr = rows_sm < 256 ? 4 : 2;
     if ((lpr_force == 1 || lpr_force == 2 || lpr_force == 4) && c.ns / lpr_force >= 4 && c.ns / lpr_force <= 8)
         lpr = lpr_force;
-    /* tiles: the most used lanes times the use of the SMs over the waves
-     * of blocks, with as many resident blocks per SM as the launch bound's
-     * registers allow (measured on an H100, f32: the LM row in 24 tiles of
-     * 64 rows = 1.45 waves 2.30 ms, in 16 tiles of 96 rows = one wave 1.51
-     * ms; MV-L s3 5 tiles of 79 rows 0.261 ms, 4 of 98 rows 0.226 ms) */
-    const int tmax = MVRT_SCAN_SB_MAX_THREADS(c.ns / lpr);
-    int rcap = tmax / lpr;
-    if (rcap > 256) rcap = 256;
-    int best_nt = 0;
-    double best = -1;
-    for (int ntl = (int)((dpg + rcap - 1) / rcap); ntl <= dpg && ntl <= 64; ++ntl) {
-        const int ch = (int)((dpg + ntl - 1) / ntl);
-        const int thr = (ch * lpr + warp - 1) / warp * warp;
-        const double eff = (double)dpg * lpr / ((double)ntl * thr);
-        const int64_t nb = p.batch * p.groups * ntl;
-        const int64_t slots = (int64_t)sm_count * (tmax / thr > 1 ? tmax / thr : 1);
-        const double waves = (double)((nb + slots - 1) / slots);
-        const double score = eff * (double)nb / (waves * (double)slots);
-        if (score > best + 0.005) {
-            best = score;
-            best_nt = ntl;
-        }
-        if (score > 0.99) break;
-    }
+    const int best_nt = tiles_for(lpr);
     if (best_nt == 0) return c;
     const int ch = (int)((dpg + best_nt - 1) / best_nt);
     const int threads = (ch * lpr + warp - 1) / warp * warp;
