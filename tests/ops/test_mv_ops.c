@@ -150,6 +150,18 @@ static void run_ref(const mvrt_op_params_t *op, double *out)
     }
 }
 
+/* Runs op on the CPU with 1 and 2 threads, y NaN-filled before each run
+ * (elements the op must write), and compares y with ref. */
+static void check_threads(const char *kind, const char *name, const mvrt_op_params_t *op, float *y,
+                          const double *ref, size_t ny, double rtol, double atol)
+{
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(y, ny);
+        run_cpu(op, t);
+        compare(kind, name, t, y, ref, ny, rtol, atol);
+    }
+}
+
 /* ---------------- LayerNorm ---------------- */
 /* f32 vs double: the kernel centres with a two-float mean, so its error is
  * a few ulps of the output even for a row mean 1000x its spread. */
@@ -258,11 +270,7 @@ static void test_dwconv_amp(int64_t B, int64_t C, int64_t L, int width, int layo
     memcpy(op.u.dwconv1d.x_stride, xs, sizeof xs);
     memcpy(op.u.dwconv1d.y_stride, ys, sizeof ys);
     run_ref(&op, ref);
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(y, ny);
-        run_cpu(&op, t);
-        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
-    }
+    check_threads("dwconv1d", name, &op, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
     free(x);
     free(w);
     free(y);
@@ -302,11 +310,7 @@ static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width)
     d->y2 = y + y2_off, d->y2_stride[0] = y2_batch, d->y2_stride[1] = L, d->y2_stride[2] = 1;
     d->weight2 = w2;
     run_ref(&op, ref);
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(y, ny);
-        run_cpu(&op, t);
-        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
-    }
+    check_threads("dwconv1d", name, &op, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
     free(x);
     free(w);
     free(w2);
@@ -370,11 +374,7 @@ static void test_attention(int64_t B, int64_t L, int H, int d, double amp)
             vmax = fmax(vmax, fabs((double)qkv[r * 3 * C + 2 * C + c]));
     const double cond = attention_cond(qkv, B, L, H, d, op.u.attention.scale);
     const double atol = vmax * (AT_ATOL + AT_LOGIT_EPS * cond);
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(out, no);
-        run_cpu(&op, t);
-        compare("attention", name, t, out, ref, no, AT_RTOL, atol);
-    }
+    check_threads("attention", name, &op, out, ref, no, AT_RTOL, atol);
     free(qkv);
     free(out);
     free(ref);
@@ -403,11 +403,7 @@ static void test_window(int64_t B, int64_t C, int64_t H, int64_t W, int ws)
     fill_nan(tok, ntok);
     to_double(ref_tok, tok, ntok);
     run_ref(&op, ref_tok);
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(tok, ntok);
-        run_cpu(&op, t);
-        compare("win-part", name, t, tok, ref_tok, ntok, 0.0, 0.0);
-    }
+    check_threads("win-part", name, &op, tok, ref_tok, ntok, 0.0, 0.0);
 
     /* Round trip: reverse(partition(map)) == map, bit for bit. */
     for (int t = 1; t <= 2; t++) {
@@ -427,11 +423,7 @@ static void test_window(int64_t B, int64_t C, int64_t H, int64_t W, int ws)
     fill_nan(map2, nmap);
     to_double(ref_map, map2, nmap);
     run_ref(&op, ref_map);
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(map2, nmap);
-        run_cpu(&op, t);
-        compare("win-rev", name, t, map2, ref_map, nmap, 0.0, 0.0);
-    }
+    check_threads("win-rev", name, &op, map2, ref_map, nmap, 0.0, 0.0);
     free(map);
     free(tok);
     free(map2);
@@ -461,11 +453,7 @@ static void test_pool(int64_t B, int64_t C, int64_t S, double mean)
     op.u.pool = (mvrt_affine_avgpool_params_t){.batch = B, .channels = C, .spatial = S, .x = x,
                                                 .scale = sc, .shift = sh, .y = y};
     run_ref(&op, ref);
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(y, ny);
-        run_cpu(&op, t);
-        compare("pool", name, t, y, ref, ny, AP_RTOL, AP_ATOL * max_abs(ref, ny));
-    }
+    check_threads("pool", name, &op, y, ref, ny, AP_RTOL, AP_ATOL * max_abs(ref, ny));
     free(x);
     free(sc);
     free(sh);
