@@ -44,16 +44,20 @@ namespace mvrt_scan_gpu {
 
 /* ---------------------------------------------------------------- types */
 template <typename T> struct io;
+/* wide: a loaded element as f32; ld/st: element i of p, as f32 */
 template <> struct io<float> {
+    static __device__ __forceinline__ float wide(float v) { return v; }
     static __device__ __forceinline__ float ld(const void *p, int64_t i) { return ((const float *)p)[i]; }
     static __device__ __forceinline__ void st(void *p, int64_t i, float v) { ((float *)p)[i] = v; }
 };
 template <> struct io<mvrt_gpu_half> {
-    static __device__ __forceinline__ float ld(const void *p, int64_t i) { return mvrt_half_to_float(((const mvrt_gpu_half *)p)[i]); }
+    static __device__ __forceinline__ float wide(mvrt_gpu_half v) { return mvrt_half_to_float(v); }
+    static __device__ __forceinline__ float ld(const void *p, int64_t i) { return wide(((const mvrt_gpu_half *)p)[i]); }
     static __device__ __forceinline__ void st(void *p, int64_t i, float v) { ((mvrt_gpu_half *)p)[i] = mvrt_float_to_half(v); }
 };
 template <> struct io<mvrt_gpu_bf16> {
-    static __device__ __forceinline__ float ld(const void *p, int64_t i) { return mvrt_bf16_to_float(((const mvrt_gpu_bf16 *)p)[i]); }
+    static __device__ __forceinline__ float wide(mvrt_gpu_bf16 v) { return mvrt_bf16_to_float(v); }
+    static __device__ __forceinline__ float ld(const void *p, int64_t i) { return wide(((const mvrt_gpu_bf16 *)p)[i]); }
     static __device__ __forceinline__ void st(void *p, int64_t i, float v) { ((mvrt_gpu_bf16 *)p)[i] = mvrt_float_to_bf16(v); }
 };
 

@@ -302,8 +302,6 @@ template <typename Tin> struct bc_raw16 {
     Tin v[MVRT_SCAN_STAGED_BCK];
     unsigned have; /* bit k: v[k] is an element (else 0) */
 };
-static __device__ __forceinline__ float widen(mvrt_gpu_half x) { return mvrt_half_to_float(x); }
-static __device__ __forceinline__ float widen(mvrt_gpu_bf16 x) { return mvrt_bf16_to_float(x); }
 template <typename Tin, int NS>
 static __device__ __forceinline__ void bc_fetch_chunk(bc_raw16<Tin> &r, const bc_src &bs, int64_t t0, int len, int N,
                                                       int lgT)
@@ -329,7 +327,7 @@ static __device__ __forceinline__ void bc_put_chunk(float *dst, const bc_raw16<T
     for (int k = 0; k < MVRT_SCAN_STAGED_BCK; ++k) {
         const int i = threadIdx.x + k * blockDim.x;
         const int t = i & ((1 << lgT) - 1), rest = i >> lgT;
-        if (i < total) dst[t * 2 * NS + rest] = (r.have >> k) & 1u ? widen(r.v[k]) : 0.f; /* rest = tn * NS + n */
+        if (i < total) dst[t * 2 * NS + rest] = (r.have >> k) & 1u ? io<Tin>::wide(r.v[k]) : 0.f; /* rest = tn * NS + n */
     }
 }
 /* Chunk mode, f32 B/C: asynchronous 4-byte copies (zeros stored directly). */

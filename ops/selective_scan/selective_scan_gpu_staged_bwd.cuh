@@ -538,10 +538,9 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
         }
         return best_nt;
     };
-    /* warps resident on an SM with lpr lanes per row (blocks per SM: the
-     * registers' slots, or fewer where the blocks are few) */
-    auto resident_warps = [&](int lpr_c) {
-        const int ntl = tiles_for(lpr_c);
+    /* warps resident on an SM with lpr lanes per row in ntl tiles (blocks
+     * per SM: the registers' slots, or fewer where the blocks are few) */
+    auto resident_warps = [&](int lpr_c, int ntl) {
         if (ntl == 0) return 0.0;
         const int ch = (int)((dpg + ntl - 1) / ntl);
         const int thr = (ch * lpr_c + warp - 1) / warp * warp;
@@ -560,15 +559,17 @@ static inline staged_bwd_config make_staged_bwd_config(const mvrt_scan_params_t 
      * s4 0.208 / 0.179 (5 / 10), MV-B s3 0.390 / 0.443 (8 / 8), MV-B s4
      * 0.272 / 0.291 (8 / 11), MV-L s3 0.175 / 0.207 (7 / 7). 16 states: 4
      * lanes where rows are few (LM 8x1536x2048x16, LPR 4: 1.51 ms). */
-    int lpr = 1;
+    int lpr = 1, nt1 = 0, nt2 = 0;
     if (c.ns == 8) {
-        const double w1 = resident_warps(1), w2 = resident_warps(2);
-        if (w2 >= 1.5 * w1) lpr = 2;
+        nt1 = tiles_for(1);
+        nt2 = tiles_for(2);
+        if (resident_warps(2, nt2) >= 1.5 * resident_warps(1, nt1)) lpr = 2;
     }
     if (c.ns >= 16) lpr = rows_sm < 256 ? 4 : 2;
     if ((lpr_force == 1 || lpr_force == 2 || lpr_force == 4) && c.ns / lpr_force >= 4 && c.ns / lpr_force <= 8)
         lpr = lpr_force;
-    const int best_nt = tiles_for(lpr);
+    /* 8 states take 1 or 2 lanes, both plans made above */
+    const int best_nt = c.ns == 8 ? (lpr == 2 ? nt2 : nt1) : tiles_for(lpr);
     if (best_nt == 0) return c;
     const int ch = (int)((dpg + best_nt - 1) / best_nt);
     const int threads = (ch * lpr + warp - 1) / warp * warp;
