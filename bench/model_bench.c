@@ -29,6 +29,8 @@ typedef struct bench_row {
 /* ANCHORS.md; targets from issue #6. */
 static const bench_row_t gpu_rows[] = {
     {"T stage-3 mixer block, batch 1", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 1, 0, 129.0, "PyTorch CUDA graph", 129.0 / 40.0},
+    {"T stage-3 mixer block, batch 4", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 4, 0, 0, NULL, 0},
+    {"T stage-3 mixer block, batch 16", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 16, 0, 0, NULL, 0},
     {"T stage-3 mixer block, batch 256", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 256, 0, 3871.0, "PyTorch eager", 3871.0 / 2600.0},
     {"T stage-3 mixer block, batch 256, fast", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 256, 1, 3871.0, "PyTorch eager", 0},
     {"T stage-3 mixer block, batch 256, bf16", MVRT_MODEL_MIXER_BLOCK, NULL, 320, 0, 256, 2, 3871.0, "PyTorch eager", 0},

@@ -132,6 +132,11 @@ static double op_flops(const mvrt_op_params_t *op)
         const mvrt_attention_params_t *a = &op->u.attention;
         return 4.0 * (double)a->batch * a->heads * (double)a->length * (double)a->length * a->head_dim;
     }
+    case MVRT_OP_MIXER_PROJ: { /* x_proj and dt_proj, as the linears it replaces */
+        const mvrt_mixer_proj_params_t *q = &op->u.mixer_proj;
+        const double M = (double)q->batch * (double)q->length, h = (double)q->channels / 2, R = (double)q->dt_rank;
+        return 2.0 * M * (h * (R + 2.0 * (double)q->dstate) + R * h);
+    }
     default: return 0.0;
     }
 }
@@ -159,6 +164,21 @@ static void add_copy(builder_t *b, float *dst, const float *src, int64_t floats)
     n->dst = dst, n->src = src, n->bytes = (size_t)floats * sizeof(float);
 }
 
+/* Whether the backend takes op (a fused form it may decline for some
+ * sizes): asked through op_scratch_size, the thread's message left as it
+ * was. */
+static int backend_takes(mvrt_backend_t *be, const mvrt_op_params_t *op)
+{
+    if (!be->vt->op_scratch_size)
+        return 0;
+    char saved[MVRT_ERROR_MAX];
+    size_t bytes = 0;
+    mvrt_error_save(saved, sizeof saved);
+    const int ok = be->vt->op_scratch_size(be->device, op, &bytes) == MVRT_OK;
+    mvrt_error_restore(saved);
+    return ok;
+}
+
 /* bf16 math on a backend that takes the bf16-storage op forms (the GPU
  * plugins; the CPU computes bf16 mode in fp32 and answers UNSUPPORTED):
  * activations read only by a bf16 GEMM (the LayerNorm outputs before
@@ -167,20 +187,14 @@ static void add_copy(builder_t *b, float *dst, const float *src, int64_t floats)
  * graph, through op_scratch_size, leaving the thread's message as it was. */
 static int backend_takes_bf16_storage(mvrt_backend_t *be)
 {
-    if (!be->vt->op_scratch_size)
-        return 0;
     mvrt_op_params_t probe = {.kind = MVRT_OP_LAYERNORM};
     probe.u.layernorm.rows = probe.u.layernorm.cols = 1;
     probe.u.layernorm.x_ld = probe.u.layernorm.y_ld = 1;
     probe.u.layernorm.y_bf16 = 1;
-    char saved[MVRT_ERROR_MAX];
-    size_t bytes = 0;
-    mvrt_error_save(saved, sizeof saved);
-    const int ok = be->vt->op_scratch_size(be->device, &probe, &bytes) == MVRT_OK;
-    mvrt_error_restore(saved);
-    return ok;
+    return backend_takes(be, &probe);
 }
 static int bf16_storage(const builder_t *b) { return b->bf16_storage; }
+
 enum { DENSE_A16 = 1, DENSE_Y16 = 2 }; /* op_dense storage flags */
 
 static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *x, float *y,
@@ -235,21 +249,28 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
     op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, 1, s16 ? DENSE_A16 : 0);
 }
 
-static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, float *X)
+/* The mixer's token-local middle, xz -> u (MX), z (YZ rows [h, C)), dbl,
+ * dt: one MVRT_OP_MIXER_PROJ where the backend takes it for these sizes
+ * (the CUDA backend for few tokens: ops/mv/mixer_proj_gpu.cuh;
+ * plan and emit ask the same), else the three ops it fuses. */
+static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, float *MX,
+                            float *DBL, float *DT, float *YZ)
 {
     const mvrt_model_config_t *cfg = &b->g->model->config;
-    int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
-    float *T = slot(b, SLOT_T, M * C);
-    float *XZ = slot(b, SLOT_BIG, M * C);
-    float *MX = slot(b, SLOT_MX, Bw * h * L);
-    float *DBL = slot(b, SLOT_DBL, Bw * E * L);
-    float *DT = slot(b, SLOT_DT, Bw * h * L);
-    float *YZ = slot(b, SLOT_YZ, Bw * C * L);
+    const int64_t h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
     mvrt_op_params_t op;
-
-    const int s16 = bf16_storage(b);
-    op_layernorm(b, M, C, X, T, p, "norm1", s16);
-    op_dense(b, M, C, C, T, XZ, p, "mixer.in_proj", 0, MVRT_ACT_NONE, 0, s16 ? DENSE_A16 : 0);
+    memset(&op, 0, sizeof op);
+    op.kind = MVRT_OP_MIXER_PROJ;
+    mvrt_mixer_proj_params_t *mp = &op.u.mixer_proj;
+    mp->batch = Bw, mp->length = L, mp->channels = C, mp->dstate = N, mp->dt_rank = R, mp->width = cfg->d_conv;
+    mp->xz = XZ, mp->u = MX, mp->yz = YZ, mp->dbl = DBL, mp->dt = DT;
+    mp->conv_x_w = weight(b, p, "mixer.conv1d_x.weight"), mp->conv_z_w = weight(b, p, "mixer.conv1d_z.weight");
+    mp->x_proj_w = weight(b, p, "mixer.x_proj.weight");
+    mp->dt_proj_w = weight(b, p, "mixer.dt_proj.weight"), mp->dt_bias = weight(b, p, "mixer.dt_proj.bias");
+    if (backend_takes(b->g->backend, &op)) {
+        add_op(b, &op);
+        return;
+    }
 
     /* silu(conv1d) of both halves in one op, token-major in, channel-major
      * out: x to MX (the scan's u), z straight into the lower half of YZ. */
@@ -289,6 +310,25 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
     l->math = b->g->opt.math;
     add_op(b, &op);
+}
+
+static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, float *X)
+{
+    const mvrt_model_config_t *cfg = &b->g->model->config;
+    int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
+    float *T = slot(b, SLOT_T, M * C);
+    float *XZ = slot(b, SLOT_BIG, M * C);
+    float *MX = slot(b, SLOT_MX, Bw * h * L);
+    float *DBL = slot(b, SLOT_DBL, Bw * E * L);
+    float *DT = slot(b, SLOT_DT, Bw * h * L);
+    float *YZ = slot(b, SLOT_YZ, Bw * C * L);
+    mvrt_op_params_t op;
+
+    const int s16 = bf16_storage(b);
+    op_layernorm(b, M, C, X, T, p, "norm1", s16);
+    op_dense(b, M, C, C, T, XZ, p, "mixer.in_proj", 0, MVRT_ACT_NONE, 0, s16 ? DENSE_A16 : 0);
+
+    emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
 
     /* The scan (the bias goes in a second time as delta_bias: spec step 5). */
     gnode_t *n = add_node(b, NODE_SCAN);
@@ -310,6 +350,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     /* out_proj per sequence, into the residual: X_b (L, C) += YZ_b^T (L, C) . W^T */
     memset(&op, 0, sizeof op);
     op.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &op.u.linear;
     l->batch = Bw, l->M = L, l->N = C, l->K = C;
     l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
     l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
@@ -741,7 +782,7 @@ mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream, const m
 static void describe_node(const gnode_t *n, mvrt_graph_op_profile_t *r)
 {
     static const char *const names[MVRT_OP_KIND_COUNT_] = {
-        "?", "layernorm", "linear", "dwconv1d", "attention", "conv2d", "win_part", "win_rev", "pool"};
+        "?", "layernorm", "linear", "dwconv1d", "attention", "conv2d", "win_part", "win_rev", "pool", "mixer_proj"};
     memset(r, 0, sizeof *r);
     if (n->type == NODE_COPY) {
         snprintf(r->op, sizeof r->op, "copy");
@@ -794,6 +835,12 @@ static void describe_node(const gnode_t *n, mvrt_graph_op_profile_t *r)
         const mvrt_window_params_t *w = &o->u.window;
         snprintf(r->shape, sizeof r->shape, "b%lld C%lld %lldx%lld w%d", (long long)w->batch,
                  (long long)w->channels, (long long)w->height, (long long)w->width, w->window);
+        break;
+    }
+    case MVRT_OP_MIXER_PROJ: {
+        const mvrt_mixer_proj_params_t *q = &o->u.mixer_proj;
+        snprintf(r->shape, sizeof r->shape, "b%lld L%lld C%lld R%lld N%lld", (long long)q->batch,
+                 (long long)q->length, (long long)q->channels, (long long)q->dt_rank, (long long)q->dstate);
         break;
     }
     case MVRT_OP_AFFINE_AVGPOOL: {

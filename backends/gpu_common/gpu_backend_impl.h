@@ -268,11 +268,17 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         /* key splits over clusters on sm_90+ (MVRT_CUDA_ATTENTION_SPLIT=0: off) */
         const char *split = getenv("MVRT_CUDA_ATTENTION_SPLIT");
         d->opctx.split_attention = d->prop.major >= 9 && !(split && strcmp(split, "0") == 0);
+        /* conv1d + x_proj + dt_proj of a mixer as one kernel for few tokens
+         * (ops/mv/mixer_proj_gpu.cuh); MVRT_CUDA_MIXER_PROJ_TOKENS=n:
+         * at most n tokens (0: never) */
+        const char *mp = getenv("MVRT_CUDA_MIXER_PROJ_TOKENS");
+        d->opctx.mixer_proj_tokens = mp ? atol(mp) : MVRT_GPU_MIXER_PROJ_TOKENS;
     }
 #else
     d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
     d->opctx.mma_tf32x3 = 0;
     d->opctx.split_attention = 0;
+    d->opctx.mixer_proj_tokens = 0;
 #endif
     mvrt_gpu_blas_open(d);
     {
@@ -602,6 +608,10 @@ static mvrt_status_t mvrt_gpu_scan_bwd_entry(void *device, void *stream, const m
 static mvrt_status_t mvrt_gpu_op_scratch_entry(void *device, const mvrt_op_params_t *p, size_t *out_bytes)
 {
     mvrt_gpu_device_t *d = device;
+    if (!mvrt_gpu_op_takes(p, &d->opctx))
+        return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED,
+                                         MVRT_GPU_NAME ": op kind %d does not run with these sizes on this device",
+                                         p->kind);
     *out_bytes = mvrt_gpu_op_scratch(p, &d->opctx);
     return MVRT_OK;
 }

@@ -22,6 +22,7 @@
 #include "ops/conv2d/conv2d_gpu.cuh"
 #include "ops/window/window_gpu.cuh"
 #include "ops/pool/pool_gpu.cuh"
+#include "ops/mv/mixer_proj_gpu.cuh"
 
 using namespace mvrt_mv_gpu;
 
@@ -418,7 +419,30 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     return MVRT_GPU_OP_OK;
 }
 
+/* one block per token (mixer_proj_fits bounds the count) */
+gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, gpuStream_t s)
+{
+    const unsigned blocks = (unsigned)(p.batch * p.length);
+    const bool pre = mixer_proj_preloads(p);
+    if (p.width == 3 && pre) mixer_proj_kernel<3, true><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
+    else if (p.width == 3) mixer_proj_kernel<3, false><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
+    else if (pre) mixer_proj_kernel<0, true><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
+    else mixer_proj_kernel<0, false><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
+    return gpuGetLastError();
+}
+
 } // namespace
+
+extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
+{
+    if (p->kind != MVRT_OP_MIXER_PROJ) return 1;
+#if defined(MVRT_GPU_CUDA)
+    return ctx->warp_size == 32 && ctx->mixer_proj_tokens > 0 && mixer_proj_fits(p->u.mixer_proj, ctx->mixer_proj_tokens);
+#else
+    (void)ctx;
+    return 0;
+#endif
+}
 
 extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
@@ -464,6 +488,10 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
         e = launch_window(p->u.window, p->kind == MVRT_OP_WINDOW_REVERSE, s);
         break;
     case MVRT_OP_AFFINE_AVGPOOL: e = launch_affine_avgpool(p->u.pool, ctx->warp_size, s); break;
+    case MVRT_OP_MIXER_PROJ:
+        if (!mvrt_gpu_op_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
+        e = launch_mixer_proj(p->u.mixer_proj, s);
+        break;
     default: return MVRT_GPU_OP_UNSUPPORTED;
     }
     if (e != gpuSuccess) {

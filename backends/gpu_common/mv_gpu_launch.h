@@ -64,6 +64,10 @@ typedef struct mvrt_gpu_op_ctx {
     /* NVIDIA sm_90+: fp32/fast attention with few blocks splits the keys
      * over a cluster (attention_tf32x3_kernel) */
     int split_attention;
+    /* NVIDIA: MVRT_OP_MIXER_PROJ runs for at most this many tokens (0:
+     * the op is declined; the graph runner emits the three ops it fuses);
+     * MVRT_GPU_MIXER_PROJ_TOKENS unless MVRT_CUDA_MIXER_PROJ_TOKENS says */
+    long mixer_proj_tokens;
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
     /* A vendor conv2d for whole ops (CUDA: backends/cuda/cuda_conv_3xtf32.h);
@@ -73,6 +77,10 @@ typedef struct mvrt_gpu_op_ctx {
     int64_t (*conv_scratch)(const mvrt_conv2d_params_t *p);
     int (*conv)(gpuStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n);
 } mvrt_gpu_op_ctx_t;
+
+/* The default token limit of the fused mixer projections (beyond it each
+ * block's full read of x_proj and dt_proj costs more than the GEMMs). */
+#define MVRT_GPU_MIXER_PROJ_TOKENS 1024
 
 /* Results of mvrt_gpu_op_run. */
 enum {
@@ -88,6 +96,11 @@ enum {
  * function of the sizes and of whether ctx has a vendor GEMM: bf16 math
  * needs one; pointers in p may be NULL). */
 size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
+
+/* 1 when mvrt_gpu_op_run takes p with this context: every kind but the
+ * mixer projections always; those for the sizes and devices their kernel
+ * covers (the graph runner asks before emitting them). */
+int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
 
 /* Queues op p on stream s. scratch holds at least mvrt_gpu_op_scratch(p)
  * bytes. Returns MVRT_GPU_OP_*; on failure *out_err and/or msg say why. */

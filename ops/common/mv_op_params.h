@@ -31,7 +31,8 @@ typedef enum mvrt_op_kind {
     MVRT_OP_WINDOW_PARTITION = 6,
     MVRT_OP_WINDOW_REVERSE = 7,
     MVRT_OP_AFFINE_AVGPOOL = 8,
-    MVRT_OP_KIND_COUNT_ = 9
+    MVRT_OP_MIXER_PROJ = 9,
+    MVRT_OP_KIND_COUNT_ = 10
 } mvrt_op_kind_t;
 
 /* Activations applied by the linear and conv2d epilogues. */
@@ -190,6 +191,28 @@ typedef struct mvrt_affine_avgpool_params {
     float *y;
 } mvrt_affine_avgpool_params_t;
 
+/* The token-local middle of a MambaVision mixer, one op (GPU backends
+ * that take it, for few tokens; the CPU answers UNSUPPORTED and the graph
+ * runner emits the three ops it replaces: the two-part dwconv1d, x_proj
+ * and dt_proj of runtime/graph.c, emit_mixer_block). For each token
+ * (b, l) of Bw sequences of L tokens, C channels, h = C / 2:
+ *   u[b, c, l]       = silu(conv1d_x(xz[b, :, c])[l])          c < h
+ *   yz[b, h + c, l]  = silu(conv1d_z(xz[b, :, h + c])[l])      c < h
+ *   dbl[b, e, l]     = sum_c x_proj_w[e, c] u[b, c, l]         e < E = R + 2N
+ *   dt[b, c, l]      = sum_r dt_proj_w[c, r] dbl[b, r, l] + dt_bias[c]
+ * conv1d with 'same' padding (left (width-1)/2) along l, no bias, as
+ * mvrt_dwconv1d_params_t; xz (Bw, L, C) row-major; u, dt (Bw, h, L); dbl
+ * (Bw, E, L); yz (Bw, C, L) (rows [0, h) untouched). Weights: conv (h,
+ * width) each, x_proj (E, h), dt_proj (h, R), dt_bias (h). No output
+ * aliases xz or another output. */
+typedef struct mvrt_mixer_proj_params {
+    int64_t batch, length, channels, dstate, dt_rank;
+    int width;
+    const float *xz;
+    float *u, *yz, *dbl, *dt;
+    const float *conv_x_w, *conv_z_w, *x_proj_w, *dt_proj_w, *dt_bias;
+} mvrt_mixer_proj_params_t;
+
 typedef struct mvrt_op_params {
     int kind;  /* mvrt_op_kind_t */
     union {
@@ -200,6 +223,7 @@ typedef struct mvrt_op_params {
         mvrt_conv2d_params_t conv2d;
         mvrt_window_params_t window;
         mvrt_affine_avgpool_params_t pool;
+        mvrt_mixer_proj_params_t mixer_proj;
     } u;
 } mvrt_op_params_t;
 

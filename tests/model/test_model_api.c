@@ -487,21 +487,27 @@ static void test_blocks(mvrt_backend_t *be)
 /* Mixer blocks on a GPU backend against the CPU backend's graph of the
  * same seeded model, at the batch-1 shape (T stage 3) and edges: L = 1,
  * L = 256 and 257, channel counts and lengths off multiples of 32, N = 5
- * and 16 states, 3 and 4 taps, several sequences, layer scale. The CPU
+ * and 16 states, 3 and 4 taps, several sequences, layer scale, C = 608
+ * and 640 (the fused projections' general path: h > 256). The CPU
  * ops are checked against the double references (test_mv_ops, golden
  * files); here the tolerance is fp32 rounding over the block's sums: max
  * |diff| <= 1e-4 of the largest output and <= 1e-3 of the block's own
  * part (out - in), so a residual stream that dominates hides nothing.
- * Replay is bit-identical. */
+ * Replay is bit-identical. On CUDA every case (<= 1024 tokens) must run
+ * the fused projections (MVRT_OP_MIXER_PROJ; the CPU runs the three
+ * ops it replaces, so this compares the two forms). */
 static void test_mixer_vs_cpu(mvrt_backend_t *be)
 {
     mvrt_backend_t *cpu = NULL;
     CHECK_OK(mvrt_backend_open("cpu", &cpu));
     if (!cpu)
         return;
+    const char *limit = getenv("MVRT_CUDA_MIXER_PROJ_TOKENS");
+    const int want_fused = !strcmp(mvrt_backend_name(be), "cuda") && !limit;
     static const struct { int dim, tokens, batch, d_state, d_conv, mlp; } cases[] = {
         {320, 196, 1, 8, 3, 4}, {64, 1, 3, 8, 3, 4}, {48, 37, 2, 5, 4, 3},
         {96, 256, 1, 16, 3, 4}, {160, 49, 4, 8, 3, 4}, {32, 257, 1, 8, 3, 2},
+        {640, 49, 1, 8, 3, 4}, {608, 9, 2, 16, 4, 2},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         mvrt_model_config_t c;
@@ -532,9 +538,21 @@ static void test_mixer_vs_cpu(mvrt_backend_t *be)
             double scale = 0, unused = 0;
             const double d = max_diff(og, oc, n, &scale);
             const double part = max_diff(oc, in, n, &unused);
-            printf("  mixer C%d L%d b%d N%d w%d: max |diff| %.3g (block part %.3g, output %.3g)\n", cases[ci].dim,
-                   cases[ci].tokens, cases[ci].batch, cases[ci].d_state, cases[ci].d_conv, d, part, scale);
+            /* which form ran: the fused projections (one "mixer_proj" op) on
+             * CUDA for up to MVRT_GPU_MIXER_PROJ_TOKENS tokens unless
+             * MVRT_CUDA_MIXER_PROJ_TOKENS overrides the limit */
+            mvrt_graph_op_profile_t ops[32];
+            size_t nops = 0;
+            int fused = 0;
+            CHECK_OK(mvrt_graph_profile(gg, s, ops, 32, &nops));
+            for (size_t i = 0; i < nops && i < 32; i++)
+                fused |= !strcmp(ops[i].op, "mixer_proj");
+            printf("  mixer C%d L%d b%d N%d w%d: %s, max |diff| %.3g (block part %.3g, output %.3g)\n",
+                   cases[ci].dim, cases[ci].tokens, cases[ci].batch, cases[ci].d_state, cases[ci].d_conv,
+                   fused ? "fused projections" : "op by op", d, part, scale);
             CHECK(d <= 1e-4 * scale && d <= 1e-3 * part && part > 0);
+            if (want_fused)
+                CHECK(fused == 1);
             free(in), free(og), free(oc), free(again);
         }
         mvrt_stream_destroy(s);

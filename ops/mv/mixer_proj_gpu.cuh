@@ -1,0 +1,191 @@
+/* The token-local middle of a MambaVision mixer in one kernel: a GPU-only
+ * fused form (MVRT_OP_MIXER_PROJ, mv_op_params.h) of three ops, the
+ * two-part dwconv1d and the x_proj / dt_proj linears, whose CPU kernels
+ * and double references it is tested against (through the graph:
+ * tests/model/test_model_api.c). NVIDIA only: HIP compiles an empty
+ * kernel and declines the op, so the graph runner emits the three ops
+ * there (not yet run on an AMD GPU). Included by
+ * backends/gpu_common/mv_gpu_launch.cu.
+ *
+ * Why: at batch 1 (T stage 3: 196 tokens, C = 320) the three ops it
+ * replaces are three latency-bound kernels (ncu on an H100: conv1d 4.5 us,
+ * x_proj as a cluster GEMM 7.6 us, dt_proj 5.1 us) for ~3.5 MFLOP. Here a
+ * block takes one token: conv1d + SiLU of all C channels (loads of every
+ * tap in flight together), x_proj (a warp per 4 output rows, lanes over
+ * channels, shuffle sums), dt_proj + bias (a thread per channel), three
+ * steps separated by block barriers. All fp32 FMAs on CUDA cores (fp32
+ * accuracy, as the 3xTF32 GEMMs it replaces); every sum has a fixed
+ * order: bitwise reproducible. The weights (x_proj and dt_proj ~36 KB at
+ * C = 320) are read by every block from L2, so the kernel is for few
+ * tokens (mixer_proj_fits). */
+#ifndef MVRT_OPS_MV_MIXER_PROJ_GPU_CUH
+#define MVRT_OPS_MV_MIXER_PROJ_GPU_CUH
+
+#include "../common/gpu_vendor.h"
+#include "../common/mv_op_params.h"
+
+namespace mvrt_mv_gpu {
+
+#define MVRT_MPROJ_THREADS 256
+#define MVRT_MPROJ_WARPS 8
+#define MVRT_MPROJ_H_MAX 2048 /* scan channels (C / 2) staged per block */
+#define MVRT_MPROJ_R_MAX 256  /* dt rank */
+#define MVRT_MPROJ_W_MAX 8    /* conv1d taps */
+/* Sizes the kernel covers, for at most max_tokens tokens (Bw L; the
+ * backend's limit: each block reads all of x_proj and dt_proj, so for
+ * many tokens the GEMM forms win). */
+static inline bool mixer_proj_fits(const mvrt_mixer_proj_params_t &p, int64_t max_tokens)
+{
+    const int64_t C = p.channels, h = C / 2;
+    const int64_t M = p.batch * p.length, E = p.dt_rank + 2 * p.dstate;
+    return p.batch >= 1 && p.length >= 1 && M <= max_tokens && M * C < INT32_MAX && M * E < INT32_MAX &&
+           C >= 2 && C % 2 == 0 && h <= MVRT_MPROJ_H_MAX && p.dstate >= 1 && p.dt_rank >= 1 &&
+           p.dt_rank <= MVRT_MPROJ_R_MAX && p.dt_rank + 2 * p.dstate <= 4096 && p.width >= 1 &&
+           p.width <= MVRT_MPROJ_W_MAX;
+}
+
+#if defined(__CUDA_ARCH__) && !defined(MVRT_GPU_HIP)
+#define MVRT_MPROJ_DEVICE 1
+static __device__ __forceinline__ float mproj_silu(float v) { return v / (1.f + expf(-v)); }
+#endif
+
+/* Grid: one block per token (b L + l), MVRT_MPROJ_THREADS threads. WT:
+ * the conv1d taps when fixed at compile time (3: MambaVision's d_conv),
+ * 0 for any width up to MVRT_MPROJ_W_MAX. Indices are 32-bit
+ * (mixer_proj_fits bounds every tensor below 2^31 elements). */
+/* PRE: the x_proj and dt_proj weights a thread uses are loaded into
+ * registers at the start, in flight with the conv1d's loads (one memory
+ * round trip for the kernel instead of three); for E <= 40, h <= 256 and
+ * R <= 24 (mixer_proj_preloads: MambaVision's stage-3 mixers). */
+#define MVRT_MPROJ_PRE_ROWS 5  /* x_proj rows per warp: E <= 40 */
+#define MVRT_MPROJ_PRE_K 8     /* channels per lane: h <= 256 */
+#define MVRT_MPROJ_PRE_R 24    /* dt rank */
+static inline bool mixer_proj_preloads(const mvrt_mixer_proj_params_t &p)
+{
+    return p.dt_rank + 2 * p.dstate <= MVRT_MPROJ_PRE_ROWS * MVRT_MPROJ_WARPS &&
+           p.channels / 2 <= MVRT_MPROJ_PRE_K * 32 && p.channels / 2 <= MVRT_MPROJ_THREADS &&
+           p.dt_rank <= MVRT_MPROJ_PRE_R;
+}
+
+template <int WT, bool PRE>
+__global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mixer_proj_params_t p)
+{
+#ifdef MVRT_MPROJ_DEVICE
+    constexpr int WMAX = WT > 0 ? WT : MVRT_MPROJ_W_MAX;
+    __shared__ float vec[MVRT_MPROJ_H_MAX]; /* the token's u over channels */
+    __shared__ float dtr[MVRT_MPROJ_R_MAX]; /* its dt rows of dbl */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int L = (int)p.length, C = (int)p.channels, h = C / 2, N = (int)p.dstate, R = (int)p.dt_rank;
+    const int E = R + 2 * N;
+    const int W = WT > 0 ? WT : p.width, pad = (W - 1) / 2;
+    const int t = (int)blockIdx.x, b = t / L, l = t - b * L;
+    float wx[PRE ? MVRT_MPROJ_PRE_ROWS : 1][PRE ? MVRT_MPROJ_PRE_K : 1], wd[PRE ? MVRT_MPROJ_PRE_R : 1];
+    if constexpr (PRE) {
+#pragma unroll
+        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i)
+#pragma unroll
+            for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) {
+                const int e = warp + i * MVRT_MPROJ_WARPS, k = lane + 32 * j;
+                wx[i][j] = e < E && k < h ? __ldg(p.x_proj_w + e * h + k) : 0.f;
+            }
+        const int ch = threadIdx.x;
+#pragma unroll
+        for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r) wd[r] = ch < h && r < R ? __ldg(p.dt_proj_w + ch * R + r) : 0.f;
+    }
+    /* conv1d + SiLU of both halves: every tap's load issued before the sum */
+#pragma unroll 2
+    for (int ch = threadIdx.x; ch < C; ch += MVRT_MPROJ_THREADS) {
+        const bool xpart = ch < h;
+        const float *w = xpart ? p.conv_x_w + ch * W : p.conv_z_w + (ch - h) * W;
+        float xv[WMAX], wv[WMAX];
+#pragma unroll
+        for (int j = 0; j < WMAX; ++j) {
+            const int lj = l + j - pad;
+            const bool on = j < W && lj >= 0 && lj < L;
+            xv[j] = on ? __ldg(p.xz + (b * L + lj) * C + ch) : 0.f;
+            wv[j] = on ? __ldg(w + j) : 0.f;
+        }
+        float acc = 0.f;
+#pragma unroll
+        for (int j = 0; j < WMAX; ++j) acc += wv[j] * xv[j];
+        const float s = mproj_silu(acc);
+        if (xpart) {
+            vec[ch] = s;
+            p.u[(b * h + ch) * L + l] = s;
+        } else {
+            p.yz[(b * C + ch) * L + l] = s;
+        }
+    }
+    __syncthreads();
+    if constexpr (PRE) {
+        /* x_proj: warp w takes rows w + 8 i; dt_proj: thread ch */
+        float acc[MVRT_MPROJ_PRE_ROWS];
+#pragma unroll
+        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) acc[i] = 0.f;
+#pragma unroll
+        for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) {
+            const int k = lane + 32 * j;
+            const float v = k < h ? vec[k] : 0.f;
+#pragma unroll
+            for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) acc[i] += wx[i][j] * v;
+        }
+#pragma unroll
+        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) {
+            const int e = warp + i * MVRT_MPROJ_WARPS;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[i] += MVRT_SHFL_XOR(acc[i], o, 32);
+            if (lane == 0 && e < E) {
+                p.dbl[(b * E + e) * L + l] = acc[i];
+                if (e < R) dtr[e] = acc[i];
+            }
+        }
+        __syncthreads();
+        const int ch = threadIdx.x;
+        if (ch < h) {
+            float a = 0.f;
+#pragma unroll
+            for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r)
+                if (r < R) a += wd[r] * dtr[r];
+            p.dt[(b * h + ch) * L + l] = a + __ldg(p.dt_bias + ch);
+        }
+        return;
+    }
+    /* x_proj: warp w takes rows w, w + 8, w + 16, w + 24 of each group of 32 */
+    for (int e0 = warp; e0 < E; e0 += 4 * MVRT_MPROJ_WARPS) {
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        const float *w0 = p.x_proj_w + e0 * h;
+#pragma unroll 4
+        for (int k = lane; k < h; k += 32) {
+            const float v = vec[k];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                if (e0 + i * MVRT_MPROJ_WARPS < E) acc[i] += __ldg(w0 + i * MVRT_MPROJ_WARPS * h + k) * v;
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int e = e0 + i * MVRT_MPROJ_WARPS;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[i] += MVRT_SHFL_XOR(acc[i], o, 32);
+            if (lane == 0 && e < E) {
+                p.dbl[(b * E + e) * L + l] = acc[i];
+                if (e < R) dtr[e] = acc[i];
+            }
+        }
+    }
+    __syncthreads();
+    /* dt_proj + bias: a thread per channel */
+    for (int ch = threadIdx.x; ch < h; ch += MVRT_MPROJ_THREADS) {
+        const float *w = p.dt_proj_w + ch * R;
+        float acc = 0.f;
+#pragma unroll 8
+        for (int r = 0; r < R; ++r) acc += __ldg(w + r) * dtr[r];
+        p.dt[(b * h + ch) * L + l] = acc + __ldg(p.dt_bias + ch);
+    }
+#else
+    (void)p;
+#endif
+}
+
+} // namespace mvrt_mv_gpu
+
+#endif
