@@ -5,7 +5,9 @@
  * HIP for the HIP backend (MVRT_GPU_HOST_HIP); gpu_host_api.h maps the few
  * runtime names used here.
  *
- * Path choice, forward: the staged kernel (one thread per channel row and
+ * Path choice, forward: for few rows of short sequences (at most 4 rows
+ * per SM, L <= 256, N <= 16) the warp-scan kernel (a block per row,
+ * parallel in L: selective_scan_gpu_wscan.cuh); else the staged kernel (one thread per channel row and
  * segment of L, N <= 16, variable B and C, unit L-strides) wherever it
  * applies, else the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
@@ -19,6 +21,8 @@
  * MVRT_HIP_ instead of MVRT_CUDA_ on HIP):
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
+ *   MVRT_CUDA_SCAN_PATH=wscan    the warp-scan forward for every problem it supports
+ *   MVRT_CUDA_SCAN_WSCAN=0       no warp-scan forward (the paths it replaced)
  *   MVRT_CUDA_SCAN_PATH=staged   the staged forward for every problem it supports
  *                                and the staged backward (by default not for few rows)
  *   MVRT_CUDA_SCAN_PATH=staged-chunks / staged-whole   only that mode of it
@@ -56,6 +60,8 @@ namespace {
 struct knobs {
     int force_general;
     int force_lanes;
+    int force_wscan;
+    int wscan_off;
     int force_staged;
     int staged_off;
     int staged_rows;
@@ -74,6 +80,7 @@ const knobs &get_knobs()
         const char *s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_PATH");
         v.force_general = s && strcmp(s, "general") == 0;
         v.force_lanes = s && strcmp(s, "lanes") == 0;
+        v.force_wscan = s && strcmp(s, "wscan") == 0;
         v.force_staged = !s ? STAGED_AUTO
                          : strcmp(s, "staged") == 0 ? STAGED_ANY
                          : strcmp(s, "staged-chunks") == 0 ? STAGED_CHUNKS
@@ -92,6 +99,8 @@ const knobs &get_knobs()
         v.bwd_threads = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED_BWD");
         v.staged_bwd_off = s && strcmp(s, "0") == 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_WSCAN");
+        v.wscan_off = s && strcmp(s, "0") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_T");
         v.bwd_t = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_LPR");
@@ -150,6 +159,16 @@ staged_bwd_config staged_bwd_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu
     return make_staged_bwd_config(*p, t->smem_limit, t->warp_size, sm_count(), kn.force_staged == STAGED_ANY, kn.bwd_t,
                                   kn.bwd_lpr);
 }
+/* forward: the warp-scan kernel for few rows of short sequences (unless a
+ * knob asks for another family) */
+bool use_wscan(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    const knobs &kn = get_knobs();
+    if (kn.force_general || kn.force_lanes || kn.force_staged != STAGED_AUTO || kn.wscan_off || kn.rows_max > 0 ||
+        t->tpr_override != 0)
+        return false;
+    return kn.force_wscan ? wscan_path_supported(*p) : wscan_path_preferred(*p, sm_count());
+}
 /* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
@@ -183,6 +202,7 @@ static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_
 extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
+    if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, s);
     {
         /* a plan (mode != 0) always fits t->smem_limit */
         const staged_config c = staged_cfg_for(p, t);

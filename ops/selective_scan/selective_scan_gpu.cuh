@@ -988,5 +988,6 @@ static mvrt_gpu_error_t launch_bwd_typed(const kparams &k, const config &c, mvrt
 #include "selective_scan_gpu_lanes_bwd.cuh"
 #include "selective_scan_gpu_staged.cuh"
 #include "selective_scan_gpu_staged_bwd.cuh"
+#include "selective_scan_gpu_wscan.cuh"
 
 #endif

@@ -1,0 +1,152 @@
+/* "Warp-scan" forward kernel of the selective scan, for few channel rows
+ * of short sequences (L <= 256): parallel in L as well as in rows and
+ * states. Part of the one GPU kernel source (included by
+ * selective_scan_gpu.cuh; compiled by nvcc and hipcc alike: its "warps"
+ * are groups of 32 lanes and its shuffles are 32 wide, also on 64-wide
+ * AMD wavefronts).
+ *
+ * Why: the other forward kernels walk L serially, one step after the
+ * other (a dependent exponential and FMA per step); with few rows
+ * (MambaVision at batch 1: 160 rows of L = 196) that chain is the time
+ * (the staged kernel: 10.5 us, H100, ncu). Here a block of 8 groups of 32
+ * lanes takes one row: group w takes states w and w + 8, lane i the T =
+ * ceil(L / 32) <= 8 steps [i T, (i + 1) T). A serial pass over its steps
+ * gives each lane the affine map h -> a h + b of its segment (a = prod
+ * exp(delta A), b the state reached from 0); an inclusive scan of the
+ * maps over the 32 lanes (5 shuffle rounds) gives every lane its incoming
+ * state; a second pass produces h_t and the lane's C_t h_t. The chain is
+ * 2T + 5 steps instead of L. The partial outputs of the groups meet in
+ * shared memory, summed in group order after D u (added by group 0),
+ * then gated by silu(z) and stored. Steps past L use delta = 0 (a = 1,
+ * b = 0), so the last lane's final state is h_{L-1} (last_state).
+ * Every sum has a fixed order: bitwise reproducible.
+ *
+ * Any strides, variable or constant B and C, groups, D, z, delta_bias,
+ * softplus, last_state; N <= 16. */
+#ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_WSCAN_CUH
+#define MVRT_OPS_SELECTIVE_SCAN_GPU_WSCAN_CUH
+
+namespace mvrt_scan_gpu {
+
+#define MVRT_SCAN_WSCAN_THREADS 256 /* 8 groups of 32 lanes */
+#define MVRT_SCAN_WSCAN_GROUPS 8
+#define MVRT_SCAN_WSCAN_T 8         /* steps per lane: L <= 256 */
+#define MVRT_SCAN_WSCAN_L_MAX (32 * MVRT_SCAN_WSCAN_T)
+
+static inline bool wscan_path_supported(const mvrt_scan_params_t &p)
+{
+    return p.dstate >= 1 && p.dstate <= 2 * MVRT_SCAN_WSCAN_GROUPS && p.seqlen >= 1 &&
+           p.seqlen <= MVRT_SCAN_WSCAN_L_MAX && p.batch * p.dim <= INT32_MAX;
+}
+/* Taken by default for at most 4 rows per SM (a block per row; with more
+ * rows the serial kernels, which need no second pass, keep every SM busy
+ * anyway). */
+static inline bool wscan_path_preferred(const mvrt_scan_params_t &p, int sm_count)
+{
+    return wscan_path_supported(p) && p.batch * p.dim <= 4 * (int64_t)sm_count;
+}
+
+template <typename Tin>
+__global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_kernel(const mvrt_scan_params_t p)
+{
+    constexpr int TM = MVRT_SCAN_WSCAN_T, G = MVRT_SCAN_WSCAN_GROUPS;
+    __shared__ float ys[G][MVRT_SCAN_WSCAN_L_MAX];
+    const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5;
+    const int L = (int)p.seqlen, N = (int)p.dstate, T = (L + 31) / 32, l0 = lane * T;
+    const int ng = N < G ? N : G; /* groups holding states */
+    const int64_t rows = p.batch * p.dim, dpg = p.dim / p.groups;
+    const bool sp = p.delta_softplus != 0;
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const int64_t b = row / p.dim, d = row - b * p.dim, g = d / dpg;
+        const int64_t ub = b * p.u.stride[0] + d * p.u.stride[1], db = b * p.delta.stride[0] + d * p.delta.stride[1];
+        float uv[TM], dl[TM], y[TM], bv[2][TM], cv[2][TM];
+        bool on[TM];
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int l = l0 + i;
+            on[i] = i < T && l < L;
+            uv[i] = on[i] ? io<Tin>::ld(p.u.data, ub + l * p.u.stride[2]) : 0.f;
+            dl[i] = on[i] ? io<Tin>::ld(p.delta.data, db + l * p.delta.stride[2]) : 0.f;
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+                const int n = grp + q * G;
+                const bool ok = on[i] && n < N;
+                bv[q][i] = !ok ? 0.f
+                           : p.b_variable ? io<Tin>::ld(p.B.data, b * p.B.stride[0] + g * p.B.stride[1] +
+                                                                  n * p.B.stride[2] + l * p.B.stride[3])
+                                          : ((const float *)p.B.data)[d * p.B.stride[0] + n * p.B.stride[1]];
+                cv[q][i] = !ok ? 0.f
+                           : p.c_variable ? io<Tin>::ld(p.C.data, b * p.C.stride[0] + g * p.C.stride[1] +
+                                                                  n * p.C.stride[2] + l * p.C.stride[3])
+                                          : ((const float *)p.C.data)[d * p.C.stride[0] + n * p.C.stride[1]];
+            }
+        }
+        const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+        const float Dv = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const float v = dl[i] + bias;
+            dl[i] = on[i] ? (sp ? softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
+            y[i] = grp == 0 ? Dv * uv[i] : 0.f;
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int n = grp + q * G;
+            if (n >= N) break;
+            const float A2 = ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E;
+            float av[TM], pa = 1.f, pb = 0.f;
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                av[i] = exp2f(dl[i] * A2);
+                bv[q][i] *= dl[i] * uv[i];
+                pb = av[i] * pb + bv[q][i];
+                pa *= av[i];
+            }
+            /* inclusive scan of the lanes' maps, earlier lanes first */
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+                if (lane >= o) pb = pa * qb + pb, pa *= qa;
+            }
+            float hs = MVRT_SHFL(pb, (lane - 1) & 31, 32);
+            if (lane == 0) hs = 0.f;
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                hs = av[i] * hs + bv[q][i];
+                y[i] += cv[q][i] * hs;
+            }
+            if (lane == 31 && p.last_state.data)
+                ((float *)p.last_state.data)[b * p.last_state.stride[0] + d * p.last_state.stride[1] +
+                                             n * p.last_state.stride[2]] = hs;
+        }
+        if (grp < ng) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+                if (on[i]) ys[grp][l0 + i] = y[i];
+        }
+        __syncthreads();
+        const int64_t ob = b * p.out.stride[0] + d * p.out.stride[1];
+        const int64_t zb = p.z.data ? b * p.z.stride[0] + d * p.z.stride[1] : 0;
+        for (int l = threadIdx.x; l < L; l += MVRT_SCAN_WSCAN_THREADS) {
+            float v = ys[0][l];
+            for (int w = 1; w < ng; ++w) v += ys[w][l];
+            if (p.z.data) {
+                const float zv = io<Tin>::ld(p.z.data, zb + l * p.z.stride[2]);
+                v *= zv / (1.f + expf(-zv));
+            }
+            io<Tin>::st(p.out.data, ob + l * p.out.stride[2], v);
+        }
+        __syncthreads(); /* ys is free for the next row */
+    }
+}
+
+template <typename Tin>
+static mvrt_gpu_error_t launch_fwd_wscan_typed(const mvrt_scan_params_t &p, mvrt_gpu_stream_t s)
+{
+    scan_fwd_wscan_kernel<Tin><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
+    return mvrt_gpu_get_last_error();
+}
+
+} // namespace mvrt_scan_gpu
+
+#endif
