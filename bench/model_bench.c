@@ -261,6 +261,8 @@ int mvrt_bench_model(int argc, char **argv)
                 printf(" %12s %9s (%.2f ms, %.2fx)\n", "-", "-", ms1, ms1 / ms);
             else
                 printf("  (1 thread: %s)\n", err);
+        } else if (!row->base_name) {
+            printf(" %12s %9s (no baseline)\n", "-", "-"); /* small-batch rows: ours only */
         } else {
             double ratio = row->base_us / (1e3 * ms);
             printf(" %12.3f %9.2f %s", row->base_us / 1e3, ratio, row->base_name);

@@ -148,38 +148,38 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
                 if (r < R) a += wd[r] * dtr[r];
             p.dt[(b * h + ch) * L + l] = a + __ldg(p.dt_bias + ch);
         }
-        return;
-    }
-    /* x_proj: warp w takes rows w, w + 8, w + 16, w + 24 of each group of 32 */
-    for (int e0 = warp; e0 < E; e0 += 4 * MVRT_MPROJ_WARPS) {
-        float acc[4] = {0.f, 0.f, 0.f, 0.f};
-        const float *w0 = p.x_proj_w + e0 * h;
+    } else {
+        /* x_proj: warp w takes rows w, w + 8, w + 16, w + 24 of each group of 32 */
+        for (int e0 = warp; e0 < E; e0 += 4 * MVRT_MPROJ_WARPS) {
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
+            const float *w0 = p.x_proj_w + e0 * h;
 #pragma unroll 4
-        for (int k = lane; k < h; k += 32) {
-            const float v = vec[k];
+            for (int k = lane; k < h; k += 32) {
+                const float v = vec[k];
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
-                if (e0 + i * MVRT_MPROJ_WARPS < E) acc[i] += __ldg(w0 + i * MVRT_MPROJ_WARPS * h + k) * v;
-        }
+                for (int i = 0; i < 4; ++i)
+                    if (e0 + i * MVRT_MPROJ_WARPS < E) acc[i] += __ldg(w0 + i * MVRT_MPROJ_WARPS * h + k) * v;
+            }
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int e = e0 + i * MVRT_MPROJ_WARPS;
+            for (int i = 0; i < 4; ++i) {
+                const int e = e0 + i * MVRT_MPROJ_WARPS;
 #pragma unroll
-            for (int o = 16; o > 0; o >>= 1) acc[i] += MVRT_SHFL_XOR(acc[i], o, 32);
-            if (lane == 0 && e < E) {
-                p.dbl[(b * E + e) * L + l] = acc[i];
-                if (e < R) dtr[e] = acc[i];
+                for (int o = 16; o > 0; o >>= 1) acc[i] += MVRT_SHFL_XOR(acc[i], o, 32);
+                if (lane == 0 && e < E) {
+                    p.dbl[(b * E + e) * L + l] = acc[i];
+                    if (e < R) dtr[e] = acc[i];
+                }
             }
         }
-    }
-    __syncthreads();
-    /* dt_proj + bias: a thread per channel */
-    for (int ch = threadIdx.x; ch < h; ch += MVRT_MPROJ_THREADS) {
-        const float *w = p.dt_proj_w + ch * R;
-        float acc = 0.f;
+        __syncthreads();
+        /* dt_proj + bias: a thread per channel */
+        for (int ch = threadIdx.x; ch < h; ch += MVRT_MPROJ_THREADS) {
+            const float *w = p.dt_proj_w + ch * R;
+            float acc = 0.f;
 #pragma unroll 8
-        for (int r = 0; r < R; ++r) acc += __ldg(w + r) * dtr[r];
-        p.dt[(b * h + ch) * L + l] = acc + __ldg(p.dt_bias + ch);
+            for (int r = 0; r < R; ++r) acc += __ldg(w + r) * dtr[r];
+            p.dt[(b * h + ch) * L + l] = acc + __ldg(p.dt_bias + ch);
+        }
     }
 #else
     (void)p;
