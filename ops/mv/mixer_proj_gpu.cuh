@@ -47,6 +47,24 @@ static inline bool mixer_proj_fits(const mvrt_mixer_proj_params_t &p, int64_t ma
 #if defined(__CUDA_ARCH__) && !defined(MVRT_GPU_HIP)
 #define MVRT_MPROJ_DEVICE 1
 static __device__ __forceinline__ float mproj_silu(float v) { return v / (1.f + expf(-v)); }
+/* x_proj rows e0 + 8 i (i < V): each lane's partial sum acc[i] summed
+ * over the 32 lanes; lane 0 stores the rows below E to the token's dbl
+ * column (stride L) and the dt rows (below R) to dtr as well. */
+template <int V>
+static __device__ __forceinline__ void mproj_finish_rows(float (&acc)[V], int e0, int E, int R, float *dbl_col, int L,
+                                                         float *dtr, int lane)
+{
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+        const int e = e0 + i * MVRT_MPROJ_WARPS;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[i] += MVRT_SHFL_XOR(acc[i], o, 32);
+        if (lane == 0 && e < E) {
+            dbl_col[e * L] = acc[i];
+            if (e < R) dtr[e] = acc[i];
+        }
+    }
+}
 #endif
 
 /* Grid: one block per token (b L + l), MVRT_MPROJ_THREADS threads. WT:
@@ -129,16 +147,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
 #pragma unroll
             for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) acc[i] += wx[i][j] * v;
         }
-#pragma unroll
-        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) {
-            const int e = warp + i * MVRT_MPROJ_WARPS;
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) acc[i] += MVRT_SHFL_XOR(acc[i], o, 32);
-            if (lane == 0 && e < E) {
-                p.dbl[(b * E + e) * L + l] = acc[i];
-                if (e < R) dtr[e] = acc[i];
-            }
-        }
+        mproj_finish_rows(acc, warp, E, R, p.dbl + b * E * L + l, L, dtr, lane);
         __syncthreads();
         const int ch = threadIdx.x;
         if (ch < h) {
@@ -160,16 +169,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
                 for (int i = 0; i < 4; ++i)
                     if (e0 + i * MVRT_MPROJ_WARPS < E) acc[i] += __ldg(w0 + i * MVRT_MPROJ_WARPS * h + k) * v;
             }
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int e = e0 + i * MVRT_MPROJ_WARPS;
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1) acc[i] += MVRT_SHFL_XOR(acc[i], o, 32);
-                if (lane == 0 && e < E) {
-                    p.dbl[(b * E + e) * L + l] = acc[i];
-                    if (e < R) dtr[e] = acc[i];
-                }
-            }
+            mproj_finish_rows(acc, e0, E, R, p.dbl + b * E * L + l, L, dtr, lane);
         }
         __syncthreads();
         /* dt_proj + bias: a thread per channel */
