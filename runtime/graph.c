@@ -271,6 +271,7 @@ static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, 
         add_op(b, &op);
         return;
     }
+    const mvrt_mixer_proj_params_t w = *mp; /* its weights, for the three ops */
 
     /* silu(conv1d) of both halves in one op, token-major in, channel-major
      * out: x to MX (the scan's u), z straight into the lower half of YZ. */
@@ -282,11 +283,11 @@ static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     q->x_stride[0] = L * C, q->x_stride[1] = 1, q->x_stride[2] = C;
     q->y = MX;
     q->y_stride[0] = h * L, q->y_stride[1] = L, q->y_stride[2] = 1;
-    q->weight = weight(b, p, "mixer.conv1d_x.weight");
+    q->weight = w.conv_x_w;
     q->split = h;
     q->y2 = YZ + h * L;
     q->y2_stride[0] = C * L, q->y2_stride[1] = L, q->y2_stride[2] = 1;
-    q->weight2 = weight(b, p, "mixer.conv1d_z.weight");
+    q->weight2 = w.conv_z_w;
     add_op(b, &op);
 
     /* x_proj per sequence: DBL_b (E, L) = W (E, h) . MX_b (h, L) */
@@ -294,7 +295,7 @@ static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     op.kind = MVRT_OP_LINEAR;
     mvrt_linear_params_t *l = &op.u.linear;
     l->batch = Bw, l->M = E, l->N = L, l->K = h;
-    l->A = weight(b, p, "mixer.x_proj.weight"), l->lda = h, l->batch_stride_a = 0;
+    l->A = w.x_proj_w, l->lda = h, l->batch_stride_a = 0;
     l->B = MX, l->ldb = L, l->batch_stride_b = h * L;
     l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
     l->math = b->g->opt.math;
@@ -304,10 +305,10 @@ static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     memset(&op, 0, sizeof op);
     op.kind = MVRT_OP_LINEAR;
     l->batch = Bw, l->M = h, l->N = L, l->K = R;
-    l->A = weight(b, p, "mixer.dt_proj.weight"), l->lda = R, l->batch_stride_a = 0;
+    l->A = w.dt_proj_w, l->lda = R, l->batch_stride_a = 0;
     l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
     l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
-    l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
+    l->bias = w.dt_bias, l->bias_per_row = 1;
     l->math = b->g->opt.math;
     add_op(b, &op);
 }

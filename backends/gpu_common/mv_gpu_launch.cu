@@ -437,7 +437,7 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
 {
     if (p->kind != MVRT_OP_MIXER_PROJ) return 1;
 #if defined(MVRT_GPU_CUDA)
-    return ctx->warp_size == 32 && ctx->mixer_proj_tokens > 0 && mixer_proj_fits(p->u.mixer_proj, ctx->mixer_proj_tokens);
+    return ctx->mixer_proj_tokens > 0 && mixer_proj_fits(p->u.mixer_proj, ctx->mixer_proj_tokens);
 #else
     (void)ctx;
     return 0;

@@ -21,6 +21,7 @@
 #ifndef MVRT_OPS_MV_MIXER_PROJ_GPU_CUH
 #define MVRT_OPS_MV_MIXER_PROJ_GPU_CUH
 
+#include "../common/gpu_activation.cuh"
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
 
@@ -40,13 +41,12 @@ static inline bool mixer_proj_fits(const mvrt_mixer_proj_params_t &p, int64_t ma
     const int64_t M = p.batch * p.length, E = p.dt_rank + 2 * p.dstate;
     return p.batch >= 1 && p.length >= 1 && M <= max_tokens && M * C < INT32_MAX && M * E < INT32_MAX &&
            C >= 2 && C % 2 == 0 && h <= MVRT_MPROJ_H_MAX && p.dstate >= 1 && p.dt_rank >= 1 &&
-           p.dt_rank <= MVRT_MPROJ_R_MAX && p.dt_rank + 2 * p.dstate <= 4096 && p.width >= 1 &&
+           p.dt_rank <= MVRT_MPROJ_R_MAX && p.width >= 1 &&
            p.width <= MVRT_MPROJ_W_MAX;
 }
 
 #if defined(__CUDA_ARCH__) && !defined(MVRT_GPU_HIP)
 #define MVRT_MPROJ_DEVICE 1
-static __device__ __forceinline__ float mproj_silu(float v) { return v / (1.f + expf(-v)); }
 /* x_proj rows e0 + 8 i (i < V): each lane's partial sum acc[i] summed
  * over the 32 lanes; lane 0 stores the rows below E to the token's dbl
  * column (stride L) and the dt rows (below R) to dtr as well. */
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
         float acc = 0.f;
 #pragma unroll
         for (int j = 0; j < WMAX; ++j) acc += wv[j] * xv[j];
-        const float s = mproj_silu(acc);
+        const float s = act_apply(MVRT_ACT_SILU, acc);
         if (xpart) {
             vec[ch] = s;
             p.u[(b * h + ch) * L + l] = s;
