@@ -237,6 +237,44 @@ static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float 
     add_op(b, &op);
 }
 
+/* Y (M, N) = act(LayerNorm(X) W^T + bias) with the LayerNorm `norm` (eps
+ * 1e-5) over X's C = K columns: one linear with the LayerNorm folded in
+ * (ln_weight, with the model's derived <layer>.ln_colsum / .ln_bias)
+ * where the backend takes it (the CUDA cluster GEMM: few rows, fp32;
+ * plan and emit ask the same), else LayerNorm into T, then the linear.
+ * storage: op_dense's bf16 flags for the unfused pair (with bf16 storage
+ * the backend is not asked: the fused form computes in fp32). */
+static void op_norm_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float *X, float *T, float *Y,
+                          const char *prefix, const char *norm, const char *layer, int has_bias, int act,
+                          int storage)
+{
+    if (!storage) {
+        char leaf[96];
+        mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
+        mvrt_linear_params_t *l = &op.u.linear;
+        l->batch = 1, l->M = M, l->N = N, l->K = K;
+        l->A = X, l->lda = K;
+        snprintf(leaf, sizeof leaf, "%s.weight", layer);
+        l->B = weight(b, prefix, leaf), l->ldb = K, l->trans_b = 1;
+        l->Y = Y, l->ldy = N;
+        snprintf(leaf, sizeof leaf, "%s.ln_bias", layer);
+        l->bias = weight(b, prefix, leaf);
+        l->activation = act;
+        l->math = b->g->opt.math;
+        snprintf(leaf, sizeof leaf, "%s.weight", norm);
+        l->ln_weight = weight(b, prefix, leaf);
+        snprintf(leaf, sizeof leaf, "%s.ln_colsum", layer);
+        l->ln_colsum = weight(b, prefix, leaf);
+        l->ln_eps = 1e-5f;
+        if (backend_takes(b->g->backend, &op)) {
+            add_op(b, &op);
+            return;
+        }
+    }
+    op_layernorm(b, M, K, X, T, prefix, norm, (storage & DENSE_A16) != 0);
+    op_dense(b, M, N, K, T, Y, prefix, layer, has_bias, act, 0, storage);
+}
+
 /* x += MLP(LayerNorm2(x)) */
 static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X)
 {
@@ -244,8 +282,8 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
     float *T = slot(b, SLOT_T, M * C);
     float *H = slot(b, SLOT_BIG, M * hidden);
     const int s16 = bf16_storage(b);
-    op_layernorm(b, M, C, X, T, p, "norm2", s16);
-    op_dense(b, M, hidden, C, T, H, p, "mlp.fc1", 1, MVRT_ACT_GELU_ERF, 0, s16 ? DENSE_A16 | DENSE_Y16 : 0);
+    op_norm_dense(b, M, hidden, C, X, T, H, p, "norm2", "mlp.fc1", 1, MVRT_ACT_GELU_ERF,
+                  s16 ? DENSE_A16 | DENSE_Y16 : 0);
     op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, 1, s16 ? DENSE_A16 : 0);
 }
 
@@ -326,8 +364,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     mvrt_op_params_t op;
 
     const int s16 = bf16_storage(b);
-    op_layernorm(b, M, C, X, T, p, "norm1", s16);
-    op_dense(b, M, C, C, T, XZ, p, "mixer.in_proj", 0, MVRT_ACT_NONE, 0, s16 ? DENSE_A16 : 0);
+    op_norm_dense(b, M, C, C, X, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE, s16 ? DENSE_A16 : 0);
 
     emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
 
@@ -370,9 +407,8 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     float *T = slot(b, SLOT_T, M * C);
     float *QKV = slot(b, SLOT_BIG, M * 3 * C);
     const int s16 = bf16_storage(b);
-    op_layernorm(b, M, C, X, T, p, "norm1", s16);
-    op_dense(b, M, 3 * C, C, T, QKV, p, "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE, 0,
-             s16 ? DENSE_A16 : 0);
+    op_norm_dense(b, M, 3 * C, C, X, T, QKV, p, "norm1", "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE,
+                  s16 ? DENSE_A16 : 0);
     mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
     mvrt_attention_params_t *a = &op.u.attention;
     a->batch = Bw, a->length = L, a->heads = heads, a->head_dim = (int)(C / heads);

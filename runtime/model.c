@@ -295,6 +295,55 @@ done:
     return status;
 }
 
+/* A parameter already stored by this loader, as its floats (NULL when
+ * absent); valid until the next put. Searched from the newest. */
+static const float *stored(const loader_t *ld, const char *name)
+{
+    for (size_t i = ld->count; i-- > 0;)
+        if (strcmp(ld->params[i].name, name) == 0)
+            return ld->host + ld->params[i].offset;
+    return NULL;
+}
+
+/* The LayerNorm `norm` (+ "weight" gamma, + "bias" beta; width in) before
+ * the linear `lin` (+ "weight" W (out, in), + "bias" b when has_bias), both
+ * stored already, as the GPU backends' folded form takes it
+ * (ops/common/mv_op_params.h, ln_weight): lin + "ln_colsum" = W gamma and
+ * lin + "ln_bias" = b + W beta, summed in double from the stored floats. */
+static mvrt_status_t ln_fold_param(loader_t *ld, const char *norm, const char *lin, int64_t out, int64_t in,
+                                   int has_bias)
+{
+    char name[MV_PARAM_NAME_MAX];
+    const char *const owner[4] = {norm, norm, lin, lin}, *const leaf[4] = {"weight", "bias", "weight", "bias"};
+    const float *src[4] = {NULL, NULL, NULL, NULL}; /* gamma, beta, W, b */
+    for (int i = 0; i < (has_bias ? 4 : 3); i++) {
+        join(name, sizeof name, owner[i], leaf[i]);
+        if (!(src[i] = stored(ld, name)))
+            return mvrt_error_set(MVRT_ERR_INTERNAL, "%s: '%s' is not loaded before its LayerNorm fold", ld->fn, name);
+    }
+    double *v = malloc(2 * (size_t)out * sizeof *v);
+    if (!v)
+        return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", ld->fn);
+    for (int64_t o = 0; o < out; o++) {
+        const float *w = src[2] + o * in;
+        double colsum = 0.0, shift = src[3] ? src[3][o] : 0.0;
+        for (int64_t i = 0; i < in; i++) {
+            colsum += (double)w[i] * src[0][i];
+            shift += (double)w[i] * src[1][i];
+        }
+        v[o] = colsum, v[out + o] = shift;
+    }
+    int64_t shape[1] = {out};
+    join(name, sizeof name, lin, "ln_colsum");
+    mvrt_status_t st = put(ld, name, v, 1, shape);
+    if (st == MVRT_OK) {
+        join(name, sizeof name, lin, "ln_bias");
+        st = put(ld, name, v + out, 1, shape);
+    }
+    free(v);
+    return st;
+}
+
 /* conv (cout, cin, k, k) at `conv` (+ "weight", + "bias" when has_bias)
  * followed by BatchNorm at `bn` (weight, bias, running_mean, running_var)
  * with eps: stored folded as `conv` + "weight" / "bias". bn NULL: no BN. */
@@ -354,7 +403,7 @@ int mv_dt_rank(int C)
 static mvrt_status_t load_block(loader_t *ld, const char *p, int64_t C, int attention)
 {
     const mvrt_model_config_t *c = ld->cfg;
-    char q[MV_PARAM_NAME_MAX];
+    char q[MV_PARAM_NAME_MAX], norm[MV_PARAM_NAME_MAX];
     int64_t vec[1] = {C};
     double *gamma1 = NULL, *gamma2 = NULL;
     mvrt_status_t status = MVRT_OK;
@@ -366,9 +415,11 @@ static mvrt_status_t load_block(loader_t *ld, const char *p, int64_t C, int atte
     }
     TRY(copy_param(ld, p, "norm1.weight", 1, vec, INIT_ONES, 0));
     TRY(copy_param(ld, p, "norm1.bias", 1, vec, INIT_ZEROS, 0));
+    join(norm, sizeof norm, p, "norm1.");
     if (attention) {
         join(q, sizeof q, p, "mixer.qkv.");
         TRY(linear_param(ld, q, 3 * C, C, c->qkv_bias, NULL));
+        TRY(ln_fold_param(ld, norm, q, 3 * C, C, c->qkv_bias));
         join(q, sizeof q, p, "mixer.proj.");
         TRY(linear_param(ld, q, C, C, 1, gamma1));
     } else {
@@ -376,6 +427,7 @@ static mvrt_status_t load_block(loader_t *ld, const char *p, int64_t C, int atte
         int64_t conv_shape[3] = {h, 1, c->d_conv}, hv[1] = {h}, an[2] = {h, N};
         join(q, sizeof q, p, "mixer.in_proj.");
         TRY(linear_param(ld, q, C, C, 0, NULL));
+        TRY(ln_fold_param(ld, norm, q, C, C, 0));
         TRY(copy_param(ld, p, "mixer.conv1d_x.weight", 3, conv_shape, INIT_UNIFORM_FAN_IN, c->d_conv));
         TRY(copy_param(ld, p, "mixer.conv1d_z.weight", 3, conv_shape, INIT_UNIFORM_FAN_IN, c->d_conv));
         join(q, sizeof q, p, "mixer.x_proj.");
@@ -409,6 +461,8 @@ static mvrt_status_t load_block(loader_t *ld, const char *p, int64_t C, int atte
     TRY(copy_param(ld, p, "norm2.bias", 1, vec, INIT_ZEROS, 0));
     join(q, sizeof q, p, "mlp.fc1.");
     TRY(linear_param(ld, q, (int64_t)c->mlp_ratio * C, C, 1, NULL));
+    join(norm, sizeof norm, p, "norm2.");
+    TRY(ln_fold_param(ld, norm, q, (int64_t)c->mlp_ratio * C, C, 1));
     join(q, sizeof q, p, "mlp.fc2.");
     TRY(linear_param(ld, q, C, (int64_t)c->mlp_ratio * C, 1, gamma2));
 done:

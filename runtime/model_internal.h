@@ -7,7 +7,11 @@
  *   <block>mlp.fc2.weight/bias      rows scaled by gamma_2
  *   <conv>.weight/.bias             BatchNorm folded in (stem, ConvBlocks;
  *                                   a bias is created where PyTorch has none)
- *   norm.scale, norm.shift          the head's BatchNorm as an affine map */
+ *   norm.scale, norm.shift          the head's BatchNorm as an affine map
+ *   <block>mixer.in_proj / mixer.qkv / mlp.fc1 + .ln_colsum, .ln_bias
+ *                                   the LayerNorm before the linear folded
+ *                                   in (W gamma, b + W beta: the GPU
+ *                                   backends' linear with ln_weight) */
 #ifndef MVRT_RUNTIME_MODEL_INTERNAL_H
 #define MVRT_RUNTIME_MODEL_INTERNAL_H
 

@@ -273,12 +273,17 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
          * at most n tokens (0: never) */
         const char *mp = getenv("MVRT_CUDA_MIXER_PROJ_TOKENS");
         d->opctx.mixer_proj_tokens = mp ? atol(mp) : MVRT_GPU_MIXER_PROJ_TOKENS;
+        /* LayerNorms folded into the cluster GEMM of the linear after them
+         * (linear_gpu_cluster.cuh); MVRT_CUDA_LN_FOLD=0: never */
+        const char *lnf = getenv("MVRT_CUDA_LN_FOLD");
+        d->opctx.ln_fold = !(lnf && strcmp(lnf, "0") == 0);
     }
 #else
     d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
     d->opctx.mma_tf32x3 = 0;
     d->opctx.split_attention = 0;
     d->opctx.mixer_proj_tokens = 0;
+    d->opctx.ln_fold = 0;
 #endif
     mvrt_gpu_blas_open(d);
     {

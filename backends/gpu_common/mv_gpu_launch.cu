@@ -250,8 +250,7 @@ int64_t linear_splitk_bytes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx
     return splitk_bytes(p.batch, p.M, p.N, p.K, ctx);
 }
 
-int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
-               gpuError_t *err, char *msg, size_t msg_n)
+gemm_args linear_gemm_args(const mvrt_linear_params_t &p)
 {
     gemm_args g;
     g.batch = p.batch; g.M = p.M; g.N = p.N; g.K = p.K;
@@ -262,8 +261,47 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
     g.R = nullptr; g.ldr = 0; g.sr = 0;
     g.act = p.activation;
     g.beta = p.beta;
+    g.ln_w = p.ln_weight; g.ln_colsum = p.ln_colsum; g.ln_eps = p.ln_eps;
+    return g;
+}
+
+/* A linear with a folded LayerNorm (p.ln_weight) runs only on the cluster
+ * GEMM (CUDA, sm_90+, fp32, few output tiles): the backend takes it where
+ * that kernel runs it, and the graph runner emits LayerNorm + linear
+ * elsewhere. MVRT_CUDA_LN_FOLD=0 declines it everywhere. */
+bool linear_ln_takes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
+{
+#if defined(MVRT_GPU_CUDA)
+    return ctx->ln_fold && ctx->cluster_gemm > 0 && p.math == MVRT_MATH_FP32 && !p.a_bf16 && !p.y_bf16 &&
+           p.batch > 0 && p.M > 0 && p.N > 0 && cgemm_ln_takes(linear_gemm_args(p), ctx->sm_count, ctx->cluster_gemm);
+#else
+    (void)p, (void)ctx;
+    return false;
+#endif
+}
+
+int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
+               gpuError_t *err, char *msg, size_t msg_n)
+{
+    gemm_args g = linear_gemm_args(p);
     const bool storage16 = p.a_bf16 || p.y_bf16;
     if (p.batch <= 0 || p.M <= 0 || p.N <= 0) return MVRT_GPU_OP_OK;
+    if (p.ln_weight) {
+        /* linear_ln_takes said yes when the op was planned (the occupancy
+         * query stays off this path); the plan is a pure function of the
+         * shape and the device */
+#if defined(MVRT_GPU_CUDA)
+        const cgemm_plan pl = ctx->ln_fold && ctx->cluster_gemm > 0 && p.math == MVRT_MATH_FP32 && !storage16 &&
+                                      cgemm_ln_layout(g)
+                                  ? cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm) : cgemm_plan{0, 0};
+        if (pl.S > 0) {
+            const gpuError_t e = launch_gemm_cluster(g, pl, s);
+            if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+            return MVRT_GPU_OP_OK;
+        }
+#endif
+        return MVRT_GPU_OP_UNSUPPORTED;
+    }
     if (use_bf16(p.math, ctx) && p.K > 0) {
         if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
         const int rc = run_linear_bf16(g, p, scratch, ctx, s, err, msg, msg_n);
@@ -435,6 +473,7 @@ gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, gpuStream_t s)
 
 extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
+    if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
     if (p->kind != MVRT_OP_MIXER_PROJ) return 1;
 #if defined(MVRT_GPU_CUDA)
     return ctx->mixer_proj_tokens > 0 && mixer_proj_fits(p->u.mixer_proj, ctx->mixer_proj_tokens);
@@ -457,6 +496,7 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
     }
     if (p->kind == MVRT_OP_LINEAR) {
         const mvrt_linear_params_t &l = p->u.linear;
+        if (l.ln_weight) return 0; /* the cluster GEMM only */
         const bool storage16 = l.a_bf16 || l.y_bf16;
         /* K = 0 never reaches the vendor GEMM: the storage path runs */
         if (use_bf16(l.math, ctx) && (l.K > 0 || !storage16)) return (size_t)linear_bf16_scratch(l);

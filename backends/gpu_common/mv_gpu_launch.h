@@ -68,6 +68,10 @@ typedef struct mvrt_gpu_op_ctx {
      * the op is declined; the graph runner emits the three ops it fuses);
      * MVRT_GPU_MIXER_PROJ_TOKENS unless MVRT_CUDA_MIXER_PROJ_TOKENS says */
     long mixer_proj_tokens;
+    /* NVIDIA sm_90+: a linear with a folded LayerNorm (ln_weight) runs
+     * where the cluster GEMM takes it; 0 (MVRT_CUDA_LN_FOLD=0, HIP): the
+     * op is declined and the graph runner emits LayerNorm + linear */
+    int ln_fold;
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
     /* A vendor conv2d for whole ops (CUDA: backends/cuda/cuda_conv_3xtf32.h);
@@ -97,9 +101,10 @@ enum {
  * needs one; pointers in p may be NULL). */
 size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
 
-/* 1 when mvrt_gpu_op_run takes p with this context: every kind but the
- * mixer projections always; those for the sizes and devices their kernel
- * covers (the graph runner asks before emitting them). */
+/* 1 when mvrt_gpu_op_run takes p with this context: every kind always but
+ * the mixer projections and linears with a folded LayerNorm, which run
+ * for the sizes and devices their kernels cover (the graph runner asks
+ * before emitting them). */
 int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
 
 /* Queues op p on stream s. scratch holds at least mvrt_gpu_op_scratch(p)

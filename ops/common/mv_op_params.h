@@ -96,6 +96,21 @@ typedef struct mvrt_linear_params {
      * vendor GEMM the product reads / writes them directly; otherwise they
      * are converted through fp32 scratch. */
     int a_bf16, y_bf16;
+    /* GPU backends only, where op_scratch_size takes it (the CPU and HIP
+     * answer UNSUPPORTED): a LayerNorm of A's rows folded into the
+     * product. With ln_weight non-NULL, op(A) is replaced by LN(A),
+     *   LN(A)[m, k] = (A[m, k] - mean_m) / sqrt(var_m + ln_eps) * ln_weight[k]
+     *                 + beta[k]
+     * (mean and biased variance of row m over its K columns), where the
+     * LayerNorm's shift beta enters only through `bias` (per column),
+     * which the caller sets to b + op(B)^T beta, and
+     *   ln_colsum[n] = sum_k op(B)[k, n] ln_weight[k]   (N values).
+     * Needs trans_a = 0, K a multiple of 8, fp32 math, no bf16 storage,
+     * a bias per column. The graph runner computes both vectors when it
+     * loads the weights (<linear>.ln_colsum / .ln_bias) and emits the
+     * LayerNorm and the linear separately where a backend declines. */
+    const float *ln_weight, *ln_colsum;
+    float ln_eps;
 } mvrt_linear_params_t;
 
 /* Depthwise conv1d along L with PyTorch's padding='same' (left pad

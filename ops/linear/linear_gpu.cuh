@@ -43,6 +43,11 @@ struct gemm_args {
     int act;
     float beta;                       /* 0 or 1 */
     int y16 = 0;                      /* epilogues: Y holds bf16 bits (beta 0, no R); not sgemm_kernel */
+    /* the cluster GEMM only (linear_gpu_cluster.cuh): a LayerNorm of A's
+     * rows folded in, as mvrt_linear_params_t's ln_weight / ln_colsum /
+     * ln_eps (NULL: none) */
+    const float *ln_w = nullptr, *ln_colsum = nullptr;
+    float ln_eps = 0.f;
 };
 
 /* Epilogue of one element: v is the product, y points at Y's element. */

@@ -63,10 +63,16 @@ static constexpr __host__ __device__ int cgemm_smem_bytes(bool ta, bool tb, int 
     const int red = MVRT_CGEMM_TILE * MVRT_CGEMM_RED;
     return 4 * (ops > red ? ops : red);
 }
-/* every plan runs within the default 48 KB of dynamic shared memory (no
- * opt-in attribute to set before a launch) */
+/* A folded LayerNorm (gemm_cluster_kernel<..., LN>): slices of up to
+ * MVRT_CGEMM_LN_KS_MAX k, staged whole, and after the operand / partial-
+ * tile region the 64 rows' (sum, sum of squares) of the slice as float2.
+ * An 80-long slice takes 53 KB: the kernel is launched with the
+ * opt-in shared-memory size (cgemm_ln_smem_opt_in). */
+#define MVRT_CGEMM_LN_KS_MAX 80
+#define MVRT_CGEMM_LN_WORDS 128
 static_assert(cgemm_smem_bytes(false, true, MVRT_CGEMM_KS_MAX) <= 48 * 1024 &&
-                  cgemm_smem_bytes(true, false, MVRT_CGEMM_KS_MAX) <= 48 * 1024,
+                  cgemm_smem_bytes(true, false, MVRT_CGEMM_KS_MAX) <= 48 * 1024 &&
+                  cgemm_smem_bytes(false, true, MVRT_CGEMM_LN_KS_MAX) + 4 * MVRT_CGEMM_LN_WORDS <= 64 * 1024,
               "the cluster GEMM's slices must fit 48 KB of shared memory");
 
 #ifdef MVRT_CGEMM_DEVICE
@@ -112,16 +118,18 @@ static __device__ __forceinline__ void cgemm_zero(float (&t)[2][4][4])
 }
 
 /* Asks L2 for the 64 bias values of the tile (per row from m0, else per
- * column from n0) at kernel start: the epilogue reads them last, and a
- * layer's bias is read once per forward, from DRAM (one round trip less
- * on the critical path). */
+ * column from n0), and a folded LayerNorm's column sums, at kernel start:
+ * the epilogue reads them last, and a layer's bias is read once per
+ * forward, from DRAM (one round trip less on the critical path). */
 static __device__ __forceinline__ void cgemm_prefetch_bias(const gemm_args &g, int64_t m0, int64_t n0)
 {
     if (!g.bias || threadIdx.x >= 3) return;
     const int64_t first = g.bias_per_row ? m0 : n0, extent = g.bias_per_row ? g.M : g.N;
     const int64_t i = first + 32 * (int64_t)threadIdx.x; /* 128-byte lines */
-    if (i < extent && i < first + MVRT_CGEMM_TILE)
+    if (i < extent && i < first + MVRT_CGEMM_TILE) {
         asm volatile("prefetch.global.L2 [%0];" ::"l"(g.bias + i));
+        if (g.ln_colsum) asm volatile("prefetch.global.L2 [%0];" ::"l"(g.ln_colsum + i));
+    }
 }
 
 /* acc (this warp's 32 x 32 quarter of the 64 x 64 tile) += the product of
@@ -170,6 +178,59 @@ static __device__ __forceinline__ void cgemm_mma(float (&acc)[2][4][4], const fl
     }
 }
 
+/* A folded LayerNorm's A slice: the tile's rows [m0, m0 + 64) at
+ * k [k0, k0 + klen) (klen a multiple of 8) loaded into registers, two
+ * threads per row taking alternate 4-k pieces, and stored to As (rows of
+ * ksp words) as (x - shift) * gamma[k], where shift is the mean of the
+ * row's first 8 values, the same in every slice: LN(x) W^T is computed as
+ * rstd ((x - shift) gamma W^T - (mean - shift) colsum) + bias, and
+ * centring on a value near the mean keeps that difference from cancelling
+ * where |mean| >> the spread. The slice's sums of (x - shift) and of its
+ * square per row go to stats[row] (float2) for the finish. Rows past M
+ * hold zeros; k past klen is not stored (the product reads < klen). VEC:
+ * 16-byte loads (rows, A and gamma 16-byte aligned) or 4-byte. Replaces
+ * the cp.async staging of A: the normalization costs a few instructions
+ * per element as it arrives, off the product's chain. */
+template <int VEC>
+static __device__ __forceinline__ void cgemm_ln_stage_a(const gemm_args &g, float *As, int ksp, float2 *stats,
+                                                        const float *A, int64_t m0, int mval, int64_t k0, int klen)
+{
+    constexpr int PER = MVRT_CGEMM_LN_KS_MAX / 8; /* 4-k pieces per thread */
+    const int r = threadIdx.x >> 1, half = threadIdx.x & 1;
+    const bool row_ok = r < mval;
+    const float *row = A + (m0 + r) * g.lda;
+    auto load4 = [&](const float *p) {
+        if constexpr (VEC == 16) return __ldg(reinterpret_cast<const float4 *>(p));
+        else return make_float4(__ldg(p), __ldg(p + 1), __ldg(p + 2), __ldg(p + 3));
+    };
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float4 x[PER], gm[PER];
+    const float4 h0 = row_ok ? load4(row) : zero, h1 = row_ok ? load4(row + 4) : zero;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int c = (2 * i + half) * 4;
+        x[i] = row_ok && c < klen ? load4(row + k0 + c) : zero;
+        gm[i] = c < klen ? load4(g.ln_w + k0 + c) : zero;
+    }
+    const float shift = row_ok ? 0.125f * ((h0.x + h0.y) + (h0.z + h0.w) + (h1.x + h1.y) + (h1.z + h1.w)) : 0.f;
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int c = (2 * i + half) * 4;
+        if (c >= klen) break;
+        const float4 a = make_float4(x[i].x - shift, x[i].y - shift, x[i].z - shift, x[i].w - shift);
+        if (row_ok) {
+            s1 += (a.x + a.y) + (a.z + a.w);
+            s2 = fmaf(a.x, a.x, fmaf(a.y, a.y, fmaf(a.z, a.z, fmaf(a.w, a.w, s2))));
+        }
+        *reinterpret_cast<float4 *>(As + r * ksp + c) =
+            make_float4(a.x * gm[i].x, a.y * gm[i].y, a.z * gm[i].z, a.w * gm[i].w);
+    }
+    s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
+    s2 += __shfl_xor_sync(0xffffffffu, s2, 1);
+    if (half == 0) stats[r] = make_float2(s1, s2);
+}
+
 /* The cluster's finish, called by every block of the cluster (grid z =
  * the S slices, blockIdx.z the rank) once it no longer reads its staged
  * slices: the block's partial tile `acc` goes to its own shared memory
@@ -178,9 +239,14 @@ static __device__ __forceinline__ void cgemm_mma(float (&acc)[2][4][4], const fl
  * partial tiles in slice order through distributed shared memory and
  * stores them through epilogue_store (bias, activation, residual, beta)
  * into Y of batch element bz. mval, nval: the tile's rows and columns
- * inside M and N. */
+ * inside M and N. stats (LN true): the block's row sums of its slice
+ * (cgemm_ln_stage_a); those of every slice give the rows' mean and
+ * variance, and the sum v of a row's partial tiles becomes
+ * rstd (v - (mean - shift) colsum[n]) before the epilogue. */
+template <bool LN = false>
 static __device__ __forceinline__ void cgemm_cluster_finish(const gemm_args &g, const float (&acc)[2][4][4], float *red,
-                                                            int64_t m0, int64_t n0, int mval, int nval, int64_t bz)
+                                                            int64_t m0, int64_t n0, int mval, int nval, int64_t bz,
+                                                            float2 *stats = nullptr)
 {
     namespace cg = cooperative_groups;
     constexpr int T = MVRT_CGEMM_TILE;
@@ -214,8 +280,22 @@ static __device__ __forceinline__ void cgemm_cluster_finish(const gemm_args &g, 
 #pragma unroll
         for (int s = 1; s < MVRT_CGEMM_SLICES_MAX; ++s)
             if (s < S) v.x += part[s].x, v.y += part[s].y, v.z += part[s].z, v.w += part[s].w;
-        const float vs[4] = {v.x, v.y, v.z, v.w};
+        float vs[4] = {v.x, v.y, v.z, v.w};
         const int64_t m = m0 + r;
+        if constexpr (LN) {
+            float2 st = make_float2(0.f, 0.f);
+#pragma unroll
+            for (int s = 0; s < MVRT_CGEMM_SLICES_MAX; ++s)
+                if (s < S) {
+                    const float2 p = cluster.map_shared_rank(stats, s)[r];
+                    st.x += p.x, st.y += p.y;
+                }
+            const float inv_k = 1.f / (float)g.K, d = st.x * inv_k;
+            const float var = fmaxf(st.y * inv_k - d * d, 0.f), rstd = 1.f / sqrtf(var + g.ln_eps);
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (col + j < nval) vs[j] = rstd * fmaf(-d, g.ln_colsum[n0 + col + j], vs[j]);
+        }
         float *yrow = Y + m * g.ldy;
         const float *rrow = R ? R + m * g.ldr : nullptr;
 #pragma unroll
@@ -231,8 +311,11 @@ static __device__ __forceinline__ void cgemm_cluster_finish(const gemm_args &g, 
 /* Grid (tiles_m * tiles_n, batch, S) in clusters of (1, 1, S); ks: K per
  * slice (a multiple of 8, <= MVRT_CGEMM_KS_MAX). VEC 16 needs every stored
  * row of A and B (and its start) 16-byte aligned and its contiguous extent
- * a multiple of 4; VEC 4 has no condition. */
-template <bool TA, bool TB, int VEC>
+ * a multiple of 4; VEC 4 has no condition. LN: g's LayerNorm folded in
+ * (!TA, K a multiple of 8, ks <= MVRT_CGEMM_LN_KS_MAX, A staged by
+ * cgemm_ln_stage_a; MVRT_CGEMM_LN_WORDS more shared memory; VEC 16 also
+ * needs the LayerNorm weight 16-byte aligned). */
+template <bool TA, bool TB, int VEC, bool LN = false>
 __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_args g, int ks, int tiles_n)
 {
 #ifdef MVRT_CGEMM_DEVICE
@@ -252,17 +335,24 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
     float *const Bs = sm + cgemm_operand_words(!TA, ks);
     const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
     cgemm_prefetch_bias(g, m0, n0);
-    if (!TA) cgemm_stage<VEC>(As, ksp, A + m0 * g.lda + k0, g.lda, T, ks, mval, klen);
-    else cgemm_stage<VEC>(As, MVRT_CGEMM_WIDE, A + k0 * g.lda + m0, g.lda, ks, T, klen, mval);
     if (TB) cgemm_stage<VEC>(Bs, ksp, B + n0 * g.ldb + k0, g.ldb, T, ks, nval, klen);
     else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + k0 * g.ldb + n0, g.ldb, ks, T, klen, nval);
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+    float2 *const stats = reinterpret_cast<float2 *>(sm + cgemm_smem_bytes(TA, TB, ks) / 4);
+    if constexpr (LN) {
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+        cgemm_ln_stage_a<VEC>(g, As, ksp, stats, A, m0, mval, k0, klen); /* with B's copies in flight */
+    } else {
+        if (!TA) cgemm_stage<VEC>(As, ksp, A + m0 * g.lda + k0, g.lda, T, ks, mval, klen);
+        else cgemm_stage<VEC>(As, MVRT_CGEMM_WIDE, A + k0 * g.lda + m0, g.lda, ks, T, klen, mval);
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     __syncthreads();
 
     float acc[2][4][4];
     cgemm_zero(acc);
     cgemm_mma<TA, TB>(acc, As, TA ? MVRT_CGEMM_WIDE : ksp, Bs, TB ? ksp : MVRT_CGEMM_WIDE, (klen + 7) & ~7);
-    cgemm_cluster_finish(g, acc, sm, m0, n0, mval, nval, bz);
+    cgemm_cluster_finish<LN>(g, acc, sm, m0, n0, mval, nval, bz, stats);
 #else
     (void)g, (void)ks, (void)tiles_n;
 #endif
@@ -421,12 +511,19 @@ static inline cgemm_plan cgemm_slices(int64_t tiles, int64_t K, int sm_count, in
     return p;
 }
 
+/* With a folded LayerNorm (g.ln_w) slices are staged whole, up to
+ * MVRT_CGEMM_LN_KS_MAX k. */
 static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int max_slices,
                                         int max_ks = MVRT_CGEMM_KS_CHUNKED_MAX)
 {
     if (max_slices < 2 || g.y16 || g.K < 64 || g.batch > 65535 || g.M > INT32_MAX / 2 || g.N > INT32_MAX / 2)
         return cgemm_plan{0, 0};
     const int64_t tiles = ((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE) * ((g.N + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
+    if (g.ln_w)
+        return cgemm_slices(tiles * g.batch, g.K, sm_count, max_slices,
+                            max_ks < MVRT_CGEMM_LN_KS_MAX ? max_ks : MVRT_CGEMM_LN_KS_MAX, [&](int ks) {
+                                return cgemm_smem_bytes(g.ta != 0, g.tb != 0, ks) + 4 * MVRT_CGEMM_LN_WORDS;
+                            });
     return cgemm_slices(tiles * g.batch, g.K, sm_count, max_slices, max_ks, [&](int ks) {
         return ks > MVRT_CGEMM_KS_MAX ? cgemm_chunked_smem_bytes(g.ta != 0, g.tb != 0)
                                       : cgemm_smem_bytes(g.ta != 0, g.tb != 0, ks);
@@ -435,22 +532,29 @@ static inline cgemm_plan cgemm_plan_for(const gemm_args &g, int sm_count, int ma
 
 static inline bool cgemm_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-template <bool TA, bool TB>
-static gpuError_t launch_gemm_cluster_t(const gemm_args &g, const cgemm_plan &pl, int vec, gpuStream_t s)
+/* The kernel, grid and shared memory of g's cluster GEMM under plan pl. */
+struct cgemm_launch {
+    void (*fn)(gemm_args, int, int);
+    dim3 grid;
+    int smem, tiles_n;
+};
+template <bool TA, bool TB, bool LN>
+static cgemm_launch cgemm_launch_t(const gemm_args &g, const cgemm_plan &pl, int vec)
 {
     const int tiles_n = (int)((g.N + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
     const int tiles_m = (int)((g.M + MVRT_CGEMM_TILE - 1) / MVRT_CGEMM_TILE);
-    const bool chunked = pl.ks > MVRT_CGEMM_KS_MAX;
-    const int smem = chunked ? cgemm_chunked_smem_bytes(TA, TB) : cgemm_smem_bytes(TA, TB, pl.ks);
-    void (*fn)(gemm_args, int, int) =
-        chunked ? (vec == 16 ? gemm_cluster_chunked_kernel<TA, TB, 16> : gemm_cluster_chunked_kernel<TA, TB, 4>)
-                : (vec == 16 ? gemm_cluster_kernel<TA, TB, 16> : gemm_cluster_kernel<TA, TB, 4>);
-    return mvrt_launch_cluster_z(fn, dim3((unsigned)(tiles_m * tiles_n), (unsigned)g.batch, (unsigned)pl.S),
-                                 dim3(MVRT_CGEMM_THREADS), (size_t)smem, s, (unsigned)pl.S, g, pl.ks, tiles_n);
+    const bool chunked = !LN && pl.ks > MVRT_CGEMM_KS_MAX;
+    cgemm_launch c;
+    c.smem = chunked ? cgemm_chunked_smem_bytes(TA, TB)
+                     : cgemm_smem_bytes(TA, TB, pl.ks) + (LN ? 4 * MVRT_CGEMM_LN_WORDS : 0);
+    if (LN) c.fn = vec == 16 ? gemm_cluster_kernel<TA, TB, 16, true> : gemm_cluster_kernel<TA, TB, 4, true>;
+    else c.fn = chunked ? (vec == 16 ? gemm_cluster_chunked_kernel<TA, TB, 16> : gemm_cluster_chunked_kernel<TA, TB, 4>)
+                        : (vec == 16 ? gemm_cluster_kernel<TA, TB, 16> : gemm_cluster_kernel<TA, TB, 4>);
+    c.grid = dim3((unsigned)(tiles_m * tiles_n), (unsigned)g.batch, (unsigned)pl.S);
+    c.tiles_n = tiles_n;
+    return c;
 }
-
-/* Queues g on the cluster GEMM with plan pl (from cgemm_plan_for). */
-static gpuError_t launch_gemm_cluster(const gemm_args &g, const cgemm_plan &pl, gpuStream_t s)
+static cgemm_launch cgemm_launch_for(const gemm_args &g, const cgemm_plan &pl)
 {
     /* 16-byte pieces: every stored row's start aligned, its contiguous
      * extent (K, or M / N for the transposed layouts) a multiple of 4 */
@@ -458,10 +562,70 @@ static gpuError_t launch_gemm_cluster(const gemm_args &g, const cgemm_plan &pl, 
     const bool v16 = cgemm_aligned(g.A) && cgemm_aligned(g.B) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
                      g.sa % 4 == 0 && g.sb % 4 == 0 && a_extent % 4 == 0 && b_extent % 4 == 0;
     const int vec = v16 ? 16 : 4;
-    if (!g.ta && !g.tb) return launch_gemm_cluster_t<false, false>(g, pl, vec, s);
-    if (!g.ta && g.tb) return launch_gemm_cluster_t<false, true>(g, pl, vec, s);
-    if (g.ta && !g.tb) return launch_gemm_cluster_t<true, false>(g, pl, vec, s);
-    return launch_gemm_cluster_t<true, true>(g, pl, vec, s);
+    /* cgemm_ln_layout: !ta, tb */
+    if (g.ln_w) return cgemm_launch_t<false, true, true>(g, pl, v16 && cgemm_aligned(g.ln_w) ? 16 : 4);
+    if (!g.ta && !g.tb) return cgemm_launch_t<false, false, false>(g, pl, vec);
+    if (!g.ta && g.tb) return cgemm_launch_t<false, true, false>(g, pl, vec);
+    if (g.ta && !g.tb) return cgemm_launch_t<true, false, false>(g, pl, vec);
+    return cgemm_launch_t<true, true, false>(g, pl, vec);
+}
+
+/* Lets c's kernel take its shared memory where it exceeds the default
+ * 48 KB (the folded LayerNorm's 80-long slices). */
+static gpuError_t cgemm_smem_opt_in(const cgemm_launch &c)
+{
+    if (c.smem <= 48 * 1024) return gpuSuccess;
+    return cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem);
+}
+
+/* Queues g on the cluster GEMM with plan pl (from cgemm_plan_for). */
+static gpuError_t launch_gemm_cluster(const gemm_args &g, const cgemm_plan &pl, gpuStream_t s)
+{
+    const cgemm_launch c = cgemm_launch_for(g, pl);
+    const gpuError_t e = cgemm_smem_opt_in(c);
+    if (e != gpuSuccess) return e;
+    return mvrt_launch_cluster_z(c.fn, c.grid, dim3(MVRT_CGEMM_THREADS), (size_t)c.smem, s, (unsigned)pl.S, g, pl.ks,
+                                 c.tiles_n);
+}
+
+/* Whether a linear with a folded LayerNorm (g.ln_w) runs here, on the
+ * cluster GEMM with at most max_slices slices: the kernel's layout (A
+ * (M, K) row-major, B a PyTorch weight (N, K), a bias per column, K a
+ * multiple of 8, fp32 output), a plan (slices of at most
+ * MVRT_CGEMM_LN_KS_MAX k), and the device able to co-schedule its clusters (asked of the occupancy API: the plain cluster GEMM falls
+ * back to the vendor path when a launch is refused, which cannot compute
+ * the folded LayerNorm). */
+static bool cgemm_ln_layout(const gemm_args &g)
+{
+    return g.ln_w && g.ln_colsum && g.bias && !g.bias_per_row && !g.ta && g.tb && g.K % 8 == 0 && !g.y16 && !g.R;
+}
+static bool cgemm_ln_takes(const gemm_args &g, int sm_count, int max_slices)
+{
+    if (!cgemm_ln_layout(g)) return false;
+    const cgemm_plan pl = cgemm_plan_for(g, sm_count, max_slices);
+    if (pl.S == 0) return false;
+    const cgemm_launch c = cgemm_launch_for(g, pl);
+    if (cgemm_smem_opt_in(c) != gpuSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = c.grid;
+    cfg.blockDim = dim3(MVRT_CGEMM_THREADS);
+    cfg.dynamicSmemBytes = (size_t)c.smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = (unsigned)pl.S;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, c.fn, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return clusters > 0;
 }
 #endif
 

@@ -293,6 +293,115 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     else buf_free(&Y);
 }
 
+/* ------------------------------------------- linear with a folded LayerNorm */
+/* The GPU-only form (mv_op_params.h, ln_weight): Y = act(LN(A) W^T + b)
+ * [+ Y]. The reference is the LayerNorm of each row in double (mean,
+ * centred variance, eps 1e-5) and the linear in double; the op's two
+ * vectors are made here from their definition (colsum = W gamma, bias =
+ * b + W beta, in double). Rows of A get an offset (row r: offset * (1 +
+ * r % 3)) so |mean| >> spread where offset is large. Where the device
+ * takes the form (the cluster GEMM: CUDA sm_90+, fp32, few tiles, K % 8 ==
+ * 0) the output is compared, with the fp32 linear's tolerance (atol
+ * 2e-6 sqrt(K) + 1e-6, rtol 1e-5); where it declines, op_run must decline
+ * too and leave Y as it was. ln_taken / ln_declined count the cases. */
+static int ln_taken, ln_declined;
+static void case_linear_ln(const char *name, int64_t M, int64_t N, int64_t K, int64_t pad, int bias, int act,
+                           int beta, double offset)
+{
+    if (!selected(name)) return;
+    const int64_t lda = K + pad, ldb = K + pad, ldy = N + pad;
+    buf_t A = buf_rand(M * lda, -2.0, 3.0), B = buf_rand(N * ldb, -1.0, 1.0);
+    buf_t gm = buf_rand(K, 0.5, 1.5), bt = buf_rand(K, -0.5, 0.5), b0 = buf_rand(N, -1.0, 1.0);
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t k = 0; k < K; k++) A.h[r * lda + k] += (float)(offset * (double)(1 + r % 3));
+    buf_upload(&A);
+    buf_t cs = buf_new(N), fb = buf_new(N);
+    for (int64_t n = 0; n < N; n++) {
+        double c = 0.0, f = bias ? b0.h[n] : 0.0;
+        for (int64_t k = 0; k < K; k++) {
+            c += (double)B.h[n * ldb + k] * gm.h[k];
+            f += (double)B.h[n * ldb + k] * bt.h[k];
+        }
+        cs.h[n] = (float)c, fb.h[n] = (float)f;
+    }
+    buf_upload(&cs), buf_upload(&fb);
+    buf_t Y = beta ? buf_rand(M * ldy, -1.0, 1.0) : buf_out(M * ldy);
+    mvrt_op_params_t pd;
+    memset(&pd, 0, sizeof pd);
+    pd.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &pd.u.linear;
+    l->batch = 1; l->M = M; l->N = N; l->K = K;
+    l->A = A.d; l->lda = lda;
+    l->B = B.d; l->ldb = ldb; l->trans_b = 1;
+    l->Y = Y.d; l->ldy = ldy;
+    l->bias = fb.d;
+    l->activation = act; l->beta = beta ? 1.f : 0.f; l->math = MVRT_MATH_FP32;
+    l->ln_weight = gm.d; l->ln_colsum = cs.d; l->ln_eps = 1e-5f;
+    size_t bytes = 0;
+    if (vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK) {
+        ln_taken++;
+        double *ref = ref_new(M * ldy), *ln = malloc(sizeof(double) * (size_t)K);
+        if (!ln) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+        for (int64_t r = 0; r < M; r++) {
+            const float *x = A.h + r * lda;
+            double mean = 0.0, var = 0.0;
+            for (int64_t k = 0; k < K; k++) mean += x[k];
+            mean /= (double)K;
+            for (int64_t k = 0; k < K; k++) var += (x[k] - mean) * (x[k] - mean);
+            const double rstd = 1.0 / sqrt(var / (double)K + (double)1e-5f);
+            for (int64_t k = 0; k < K; k++) ln[k] = (x[k] - mean) * rstd * gm.h[k] + bt.h[k];
+            for (int64_t n = 0; n < N; n++) {
+                double v = bias ? b0.h[n] : 0.0;
+                for (int64_t k = 0; k < K; k++) v += ln[k] * B.h[n * ldb + k];
+                v = mvrt_ref_activation(act, v);
+                ref[r * ldy + n] = v + (beta ? Y.h[r * ldy + n] : 0.0);
+            }
+        }
+        free(ln);
+        run_dev(&pd);
+        check(name, &Y, ref, 0, 2e-6 * sqrt((double)K) + 1e-6, 1e-5);
+        free(ref);
+    } else {
+        /* declined: op_run declines too, Y keeps its content */
+        ln_declined++;
+        ran++;
+        float *before = malloc(sizeof(float) * (size_t)Y.n), *after = malloc(sizeof(float) * (size_t)Y.n);
+        if (!before || !after) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+        memcpy(before, Y.h, sizeof(float) * (size_t)Y.n);
+        const mvrt_status_t st = vt->op_run(dev, stream, &pd, NULL);
+        TU_CHECK(vt->stream_synchronize(dev, stream));
+        TU_CHECK(vt->copy_d2h(dev, stream, after, Y.d, sizeof(float) * (size_t)Y.n));
+        TU_CHECK(vt->stream_synchronize(dev, stream));
+        const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(before, after, sizeof(float) * (size_t)Y.n) == 0;
+        printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote Y)");
+        if (!ok) fails++;
+        free(before), free(after);
+    }
+    buf_free(&A), buf_free(&B), buf_free(&gm), buf_free(&bt), buf_free(&b0), buf_free(&cs), buf_free(&fb);
+    buf_free(&Y);
+}
+
+/* The folded-LayerNorm cases; returns how many the device took. The
+ * MambaVision shapes (stage-3 in_proj and fc1, stage-4 qkv, batch 1:
+ * slices of 40 and 80 k) and edges: one row, a partial last tile of rows
+ * and of columns, padded rows (4-byte loads), beta 1, |mean| 100x the
+ * spread; K % 8 != 0, slices over 80 k (K = 1280) and many tiles must be
+ * declined. */
+static int run_linear_ln_cases(void)
+{
+    const int before = ln_taken;
+    case_linear_ln("linear_ln_inproj_b1", 196, 320, 320, 0, 0, MVRT_ACT_NONE, 0, 0.0);
+    case_linear_ln("linear_ln_fc1_b1_gelu", 196, 1280, 320, 0, 1, MVRT_ACT_GELU_ERF, 0, 0.0);
+    case_linear_ln("linear_ln_qkv_s4_b1", 49, 1920, 640, 0, 1, MVRT_ACT_NONE, 0, 0.0);
+    case_linear_ln("linear_ln_M1_K64", 1, 64, 64, 0, 1, MVRT_ACT_SILU, 0, 0.0);
+    case_linear_ln("linear_ln_offset100_beta1_pad", 37, 100, 96, 3, 1, MVRT_ACT_NONE, 1, 100.0);
+    case_linear_ln("linear_ln_K640_M200_N72_pad", 200, 72, 640, 1, 1, MVRT_ACT_GELU_TANH, 0, 5.0);
+    case_linear_ln("linear_ln_K100_declines", 37, 64, 100, 0, 1, MVRT_ACT_NONE, 0, 0.0);
+    case_linear_ln("linear_ln_K1280_declines", 196, 320, 1280, 0, 1, MVRT_ACT_NONE, 0, 0.0);
+    case_linear_ln("linear_ln_many_tiles_declines", 50176, 320, 320, 0, 1, MVRT_ACT_NONE, 0, 0.0);
+    return ln_taken - before;
+}
+
 /* ---------------------------------------------------------------- layernorm */
 static void case_layernorm(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad, int inplace)
 {
@@ -653,7 +762,7 @@ static void case_graph(void)
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,
-                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0};
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f};
     size_t bytes = 0;
     TU_CHECK(vt->op_scratch_size(dev, &c, &bytes));
     void *scratch = NULL;
@@ -883,6 +992,20 @@ static void run_attention_cases(void)
 /* Closes and reopens device 0 so that GEMM and attention knobs set in the
  * environment (read when a device opens) take effect; `mode` names the pass in the
  * output. 0 or -1 (message printed). */
+/* How many folded-LayerNorm cases the device must take in this pass
+ * (-1: any): the 6 that fit the cluster GEMM on CUDA sm_90+ with the
+ * cluster GEMM at its default 8 slices, none where the cluster GEMM is
+ * off, on other devices, or with MVRT_CUDA_LN_FOLD=0. */
+static void check_ln_taken(int taken, int want)
+{
+    if (filter || want < 0) return;
+    ran++;
+    if (taken != want) {
+        printf("FAIL: [%s] %d folded-LayerNorm cases taken, %d expected\n", gemm_mode, taken, want);
+        fails++;
+    }
+}
+
 static int reopen_device(const char *mode)
 {
     vt->device_close(dev);
@@ -980,6 +1103,21 @@ int main(int argc, char **argv)
      * 1e-3 sqrt(K), rtol 5e-3. conv2d: atol 1e-6 sqrt(Cin k^2) + 1e-6, rtol 1e-5 */
     run_gemm_cases();
     run_attention_cases();
+    /* linears with a folded LayerNorm: taken on CUDA sm_90+ (unless the
+     * environment already turns it or the cluster GEMM off), declined
+     * elsewhere; then declined everywhere with MVRT_CUDA_LN_FOLD=0 */
+    {
+        mvrt_device_info_t info;
+        TU_CHECK(vt->device_info(dev, &info));
+        const int pinned = getenv("MVRT_CUDA_LN_FOLD") || getenv("MVRT_CUDA_GEMM_CLUSTER") ||
+                           getenv("MVRT_CUDA_FP32_GEMM") || getenv("MVRT_CUDA_GEMM");
+        const int cluster = strcmp(info.backend, "cuda") == 0 && info.arch_major >= 9;
+        check_ln_taken(run_linear_ln_cases(), pinned ? -1 : cluster ? 6 : 0);
+        setenv("MVRT_CUDA_LN_FOLD", "0", 1);
+        if (reopen_device("lnfold0") != 0) return 1;
+        check_ln_taken(run_linear_ln_cases(), 0);
+        unsetenv("MVRT_CUDA_LN_FOLD");
+    }
 
     /* the cluster GEMM limited to 2 slices and attention without key
      * splits, then the cluster GEMM off (small fp32 GEMMs on the split
@@ -989,9 +1127,11 @@ int main(int argc, char **argv)
     if (reopen_device("cluster2") != 0) return 1;
     run_gemm_cases();
     run_attention_cases(); /* without key splits */
+    check_ln_taken(run_linear_ln_cases(), -1);
     setenv("MVRT_CUDA_GEMM_CLUSTER", "0", 1);
     if (reopen_device("nocluster") != 0) return 1;
     run_gemm_cases();
+    check_ln_taken(run_linear_ln_cases(), 0);
 
     /* the same GEMM cases with fp32 GEMMs on cuBLAS SGEMM instead of
      * 3xTF32, and the attention cases on the fp32 SIMT kernels */
@@ -1006,8 +1146,10 @@ int main(int argc, char **argv)
     setenv("MVRT_HIP_GEMM", "builtin", 1);
     if (reopen_device("builtin") != 0) return 1;
     run_gemm_cases();
+    check_ln_taken(run_linear_ln_cases(), 0);
     vt->device_close(dev);
 
-    printf("%s: %d of %d checks failed\n", fails ? "FAIL" : "PASS", fails, ran);
+    printf("%s: %d of %d checks failed (folded LayerNorm: %d cases taken, %d declined over the passes)\n",
+           fails ? "FAIL" : "PASS", fails, ran, ln_taken, ln_declined);
     return fails ? 1 : 0;
 }

@@ -495,7 +495,9 @@ static void test_blocks(mvrt_backend_t *be)
  * part (out - in), so a residual stream that dominates hides nothing.
  * Replay is bit-identical. On CUDA every case (<= 1024 tokens) must run
  * the fused projections (MVRT_OP_MIXER_PROJ; the CPU runs the three
- * ops it replaces, so this compares the two forms). */
+ * ops it replaces, so this compares the two forms), and on sm_90+ the
+ * batch-1 MambaVision shapes must fold both LayerNorms into the linears
+ * after them (no "layernorm" op left). */
 static void test_mixer_vs_cpu(mvrt_backend_t *be)
 {
     mvrt_backend_t *cpu = NULL;
@@ -504,6 +506,14 @@ static void test_mixer_vs_cpu(mvrt_backend_t *be)
         return;
     const char *limit = getenv("MVRT_CUDA_MIXER_PROJ_TOKENS");
     const int want_fused = !strcmp(mvrt_backend_name(be), "cuda") && !limit;
+    /* both LayerNorms folded into in_proj and fc1 (the cluster GEMM) on
+     * CUDA sm_90+ at the two batch-1 shapes of MambaVision (cases 0 and
+     * 6), unless the environment pins the GEMM paths */
+    mvrt_device_info_t info;
+    CHECK_OK(mvrt_backend_device_info(be, &info));
+    const int want_ln_fold = want_fused && info.arch_major >= 9 && !getenv("MVRT_CUDA_LN_FOLD") &&
+                             !getenv("MVRT_CUDA_GEMM_CLUSTER") && !getenv("MVRT_CUDA_FP32_GEMM") &&
+                             !getenv("MVRT_CUDA_GEMM");
     static const struct { int dim, tokens, batch, d_state, d_conv, mlp; } cases[] = {
         {320, 196, 1, 8, 3, 4}, {64, 1, 3, 8, 3, 4}, {48, 37, 2, 5, 4, 3},
         {96, 256, 1, 16, 3, 4}, {160, 49, 4, 8, 3, 4}, {32, 257, 1, 8, 3, 2},
@@ -543,16 +553,21 @@ static void test_mixer_vs_cpu(mvrt_backend_t *be)
              * MVRT_CUDA_MIXER_PROJ_TOKENS overrides the limit */
             mvrt_graph_op_profile_t ops[32];
             size_t nops = 0;
-            int fused = 0;
+            int fused = 0, norms = 0;
             CHECK_OK(mvrt_graph_profile(gg, s, ops, 32, &nops));
-            for (size_t i = 0; i < nops && i < 32; i++)
+            for (size_t i = 0; i < nops && i < 32; i++) {
                 fused |= !strcmp(ops[i].op, "mixer_proj");
-            printf("  mixer C%d L%d b%d N%d w%d: %s, max |diff| %.3g (block part %.3g, output %.3g)\n",
+                norms += !strcmp(ops[i].op, "layernorm");
+            }
+            printf("  mixer C%d L%d b%d N%d w%d: %s, %d LayerNorm ops, max |diff| %.3g (block part %.3g, "
+                   "output %.3g)\n",
                    cases[ci].dim, cases[ci].tokens, cases[ci].batch, cases[ci].d_state, cases[ci].d_conv,
-                   fused ? "fused projections" : "op by op", d, part, scale);
+                   fused ? "fused projections" : "op by op", norms, d, part, scale);
             CHECK(d <= 1e-4 * scale && d <= 1e-3 * part && part > 0);
             if (want_fused)
                 CHECK(fused == 1);
+            if (want_ln_fold && (ci == 0 || ci == 6))
+                CHECK(norms == 0);
             free(in), free(og), free(oc), free(again);
         }
         mvrt_stream_destroy(s);
