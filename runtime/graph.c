@@ -212,28 +212,39 @@ static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *
     add_op(b, &op);
 }
 
-/* Y (M, N) = act(X (M, K) W^T + bias) [+ Y when accumulate]: a PyTorch Linear
- * over rows, one GEMM. */
-static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float *x, float *y,
-                     const char *prefix, const char *layer, int has_bias, int act, int accumulate, int storage)
+/* The fields of a PyTorch Linear `layer` over the rows of x (M, K) into
+ * y (M, N), one GEMM against its weight; bias_leaf: the bias parameter's
+ * leaf ("bias", the folded "ln_bias") or NULL for none. */
+static void dense_params(builder_t *b, mvrt_op_params_t *op, int64_t M, int64_t N, int64_t K, const float *x, float *y,
+                         const char *prefix, const char *layer, const char *bias_leaf, int act)
 {
     char leaf[96];
-    mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
-    mvrt_linear_params_t *p = &op.u.linear;
+    memset(op, 0, sizeof *op);
+    op->kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *p = &op->u.linear;
     p->batch = 1, p->M = M, p->N = N, p->K = K;
     p->A = x, p->lda = K;
     snprintf(leaf, sizeof leaf, "%s.weight", layer);
     p->B = weight(b, prefix, leaf), p->ldb = K, p->trans_b = 1;
     p->Y = y, p->ldy = N;
-    if (has_bias) {
-        snprintf(leaf, sizeof leaf, "%s.bias", layer);
+    if (bias_leaf) {
+        snprintf(leaf, sizeof leaf, "%s.%s", layer, bias_leaf);
         p->bias = weight(b, prefix, leaf);
     }
     p->activation = act;
-    p->beta = accumulate ? 1.0f : 0.0f;
     p->math = b->g->opt.math;
-    p->a_bf16 = (storage & DENSE_A16) != 0;
-    p->y_bf16 = (storage & DENSE_Y16) != 0;
+}
+
+/* Y (M, N) = act(X (M, K) W^T + bias) [+ Y when accumulate]: a PyTorch Linear
+ * over rows, one GEMM. */
+static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float *x, float *y,
+                     const char *prefix, const char *layer, int has_bias, int act, int accumulate, int storage)
+{
+    mvrt_op_params_t op;
+    dense_params(b, &op, M, N, K, x, y, prefix, layer, has_bias ? "bias" : NULL, act);
+    op.u.linear.beta = accumulate ? 1.0f : 0.0f;
+    op.u.linear.a_bf16 = (storage & DENSE_A16) != 0;
+    op.u.linear.y_bf16 = (storage & DENSE_Y16) != 0;
     add_op(b, &op);
 }
 
@@ -250,22 +261,13 @@ static void op_norm_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const f
 {
     if (!storage) {
         char leaf[96];
-        mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
-        mvrt_linear_params_t *l = &op.u.linear;
-        l->batch = 1, l->M = M, l->N = N, l->K = K;
-        l->A = X, l->lda = K;
-        snprintf(leaf, sizeof leaf, "%s.weight", layer);
-        l->B = weight(b, prefix, leaf), l->ldb = K, l->trans_b = 1;
-        l->Y = Y, l->ldy = N;
-        snprintf(leaf, sizeof leaf, "%s.ln_bias", layer);
-        l->bias = weight(b, prefix, leaf);
-        l->activation = act;
-        l->math = b->g->opt.math;
+        mvrt_op_params_t op;
+        dense_params(b, &op, M, N, K, X, Y, prefix, layer, "ln_bias", act);
         snprintf(leaf, sizeof leaf, "%s.weight", norm);
-        l->ln_weight = weight(b, prefix, leaf);
+        op.u.linear.ln_weight = weight(b, prefix, leaf);
         snprintf(leaf, sizeof leaf, "%s.ln_colsum", layer);
-        l->ln_colsum = weight(b, prefix, leaf);
-        l->ln_eps = 1e-5f;
+        op.u.linear.ln_colsum = weight(b, prefix, leaf);
+        op.u.linear.ln_eps = 1e-5f;
         if (backend_takes(b->g->backend, &op)) {
             add_op(b, &op);
             return;
