@@ -484,8 +484,10 @@ static void test_blocks(mvrt_backend_t *be)
     }
 }
 
-/* Mixer blocks on a GPU backend against the CPU backend's graph of the
- * same seeded model, at the batch-1 shape (T stage 3) and edges: L = 1,
+/* Mixer blocks (and three attention blocks: T stage 3 and 4 at batch 1,
+ * and 5 heads of 16 over 37 tokens) on a GPU backend against the CPU
+ * backend's graph of the same seeded model, at the batch-1 shape (T
+ * stage 3) and edges: L = 1,
  * L = 256 and 257, channel counts and lengths off multiples of 32, N = 5
  * and 16 states, 3 and 4 taps, several sequences, layer scale, C = 608
  * and 640 (the fused projections' general path: h > 256). The CPU
@@ -496,9 +498,10 @@ static void test_blocks(mvrt_backend_t *be)
  * Replay is bit-identical. On CUDA every case (<= 1024 tokens) must run
  * the fused projections (MVRT_OP_MIXER_PROJ; the CPU runs the three
  * ops it replaces, so this compares the two forms), and on sm_90+ the
- * batch-1 MambaVision shapes must fold both LayerNorms into the linears
- * after them (no "layernorm" op left). */
-static void test_mixer_vs_cpu(mvrt_backend_t *be)
+ * batch-1 MambaVision shapes (mixer and attention, stages 3 and 4) must
+ * fold both LayerNorms into the linears after them (no "layernorm" op
+ * left). */
+static void test_blocks_vs_cpu(mvrt_backend_t *be)
 {
     mvrt_backend_t *cpu = NULL;
     CHECK_OK(mvrt_backend_open("cpu", &cpu));
@@ -506,23 +509,28 @@ static void test_mixer_vs_cpu(mvrt_backend_t *be)
         return;
     const char *limit = getenv("MVRT_CUDA_MIXER_PROJ_TOKENS");
     const int want_fused = !strcmp(mvrt_backend_name(be), "cuda") && !limit;
-    /* both LayerNorms folded into in_proj and fc1 (the cluster GEMM) on
-     * CUDA sm_90+ at the two batch-1 shapes of MambaVision (cases 0 and
-     * 6), unless the environment pins the GEMM paths */
+    /* both LayerNorms folded into in_proj / qkv and fc1 (the cluster
+     * GEMM) on CUDA sm_90+ at the batch-1 shapes of MambaVision (cases 0,
+     * 6, 8 and 9), unless the environment pins the GEMM paths */
     mvrt_device_info_t info;
     CHECK_OK(mvrt_backend_device_info(be, &info));
-    const int want_ln_fold = want_fused && info.arch_major >= 9 && !getenv("MVRT_CUDA_LN_FOLD") &&
+    const int want_ln_fold = !strcmp(mvrt_backend_name(be), "cuda") && info.arch_major >= 9 &&
+                             !getenv("MVRT_CUDA_LN_FOLD") &&
                              !getenv("MVRT_CUDA_GEMM_CLUSTER") && !getenv("MVRT_CUDA_FP32_GEMM") &&
                              !getenv("MVRT_CUDA_GEMM");
-    static const struct { int dim, tokens, batch, d_state, d_conv, mlp; } cases[] = {
-        {320, 196, 1, 8, 3, 4}, {64, 1, 3, 8, 3, 4}, {48, 37, 2, 5, 4, 3},
-        {96, 256, 1, 16, 3, 4}, {160, 49, 4, 8, 3, 4}, {32, 257, 1, 8, 3, 2},
-        {640, 49, 1, 8, 3, 4}, {608, 9, 2, 16, 4, 2},
+    /* heads > 0: an attention block (the folded LayerNorms before qkv and fc1) */
+    static const struct { int dim, tokens, batch, d_state, d_conv, mlp, heads; } cases[] = {
+        {320, 196, 1, 8, 3, 4, 0}, {64, 1, 3, 8, 3, 4, 0}, {48, 37, 2, 5, 4, 3, 0},
+        {96, 256, 1, 16, 3, 4, 0}, {160, 49, 4, 8, 3, 4, 0}, {32, 257, 1, 8, 3, 2, 0},
+        {640, 49, 1, 8, 3, 4, 0}, {608, 9, 2, 16, 4, 2, 0}, {320, 196, 1, 8, 3, 4, 8},
+        {640, 49, 1, 8, 3, 4, 16}, {80, 37, 2, 8, 3, 4, 5},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int attention = cases[ci].heads > 0;
         mvrt_model_config_t c;
         memset(&c, 0, sizeof c);
-        c.kind = MVRT_MODEL_MIXER_BLOCK, c.dim = cases[ci].dim, c.mlp_ratio = cases[ci].mlp;
+        c.kind = attention ? MVRT_MODEL_ATTENTION_BLOCK : MVRT_MODEL_MIXER_BLOCK;
+        c.dim = cases[ci].dim, c.mlp_ratio = cases[ci].mlp, c.num_heads = cases[ci].heads, c.qkv_bias = 1;
         c.d_state = cases[ci].d_state, c.d_conv = cases[ci].d_conv, c.layer_scale = ci == 2 ? 0.5 : 0;
         mvrt_model_t *mg = NULL, *mc = NULL;
         CHECK_OK(mvrt_model_init_random(be, &c, 11 + ci, &mg));
@@ -559,14 +567,15 @@ static void test_mixer_vs_cpu(mvrt_backend_t *be)
                 fused |= !strcmp(ops[i].op, "mixer_proj");
                 norms += !strcmp(ops[i].op, "layernorm");
             }
-            printf("  mixer C%d L%d b%d N%d w%d: %s, %d LayerNorm ops, max |diff| %.3g (block part %.3g, "
+            printf("  %s C%d L%d b%d N%d w%d: %s, %d LayerNorm ops, max |diff| %.3g (block part %.3g, "
                    "output %.3g)\n",
-                   cases[ci].dim, cases[ci].tokens, cases[ci].batch, cases[ci].d_state, cases[ci].d_conv,
-                   fused ? "fused projections" : "op by op", norms, d, part, scale);
+                   attention ? "attention" : "mixer", cases[ci].dim, cases[ci].tokens, cases[ci].batch,
+                   cases[ci].d_state, cases[ci].d_conv,
+                   attention ? "-" : fused ? "fused projections" : "op by op", norms, d, part, scale);
             CHECK(d <= 1e-4 * scale && d <= 1e-3 * part && part > 0);
-            if (want_fused)
+            if (want_fused && !attention)
                 CHECK(fused == 1);
-            if (want_ln_fold && (ci == 0 || ci == 6))
+            if (want_ln_fold && (ci == 0 || ci == 6 || ci == 8 || ci == 9))
                 CHECK(norms == 0);
             free(in), free(og), free(oc), free(again);
         }
@@ -595,7 +604,7 @@ int main(int argc, char **argv)
     test_network_graphs(be);
     test_presets(be);
     if (strcmp(mvrt_backend_name(be), "cpu") != 0) {
-        test_mixer_vs_cpu(be);
+        test_blocks_vs_cpu(be);
         test_gpu_faults(be);
     }
     mvrt_backend_close(be);
