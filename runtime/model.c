@@ -326,12 +326,12 @@ static mvrt_status_t ln_fold_param(loader_t *ld, const char *norm, const char *l
         return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", ld->fn);
     for (int64_t o = 0; o < out; o++) {
         const float *w = src[2] + o * in;
-        double colsum = 0.0, shift = src[3] ? src[3][o] : 0.0;
+        double colsum = 0.0, bias = src[3] ? src[3][o] : 0.0;
         for (int64_t i = 0; i < in; i++) {
             colsum += (double)w[i] * src[0][i];
-            shift += (double)w[i] * src[1][i];
+            bias += (double)w[i] * src[1][i];
         }
-        v[o] = colsum, v[out + o] = shift;
+        v[o] = colsum, v[out + o] = bias;
     }
     int64_t shape[1] = {out};
     join(name, sizeof name, lin, "ln_colsum");
