@@ -197,13 +197,15 @@ static int bf16_storage(const builder_t *b) { return b->bf16_storage; }
 
 enum { DENSE_A16 = 1, DENSE_Y16 = 2 }; /* op_dense storage flags */
 
+#define MV_LAYERNORM_EPS 1e-5f /* MambaVision's nn.LayerNorm default */
+
 static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *x, float *y,
                          const char *prefix, const char *norm, int y_bf16)
 {
     char leaf[64];
     mvrt_op_params_t op = {.kind = MVRT_OP_LAYERNORM};
     mvrt_layernorm_params_t *p = &op.u.layernorm;
-    p->rows = rows, p->cols = cols, p->x = x, p->x_ld = cols, p->y = y, p->y_ld = cols, p->eps = 1e-5f;
+    p->rows = rows, p->cols = cols, p->x = x, p->x_ld = cols, p->y = y, p->y_ld = cols, p->eps = MV_LAYERNORM_EPS;
     p->y_bf16 = y_bf16;
     snprintf(leaf, sizeof leaf, "%s.weight", norm);
     p->weight = weight(b, prefix, leaf);
@@ -248,8 +250,8 @@ static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float 
     add_op(b, &op);
 }
 
-/* Y (M, N) = act(LayerNorm(X) W^T + bias) with the LayerNorm `norm` (eps
- * 1e-5) over X's C = K columns: one linear with the LayerNorm folded in
+/* Y (M, N) = act(LayerNorm(X) W^T + bias) with the LayerNorm `norm` over
+ * X's C = K columns: one linear with the LayerNorm folded in
  * (ln_weight, with the model's derived <layer>.ln_colsum / .ln_bias)
  * where the backend takes it (the CUDA cluster GEMM: few rows, fp32;
  * plan and emit ask the same), else LayerNorm into T, then the linear.
@@ -267,7 +269,7 @@ static void op_norm_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const f
         op.u.linear.ln_weight = weight(b, prefix, leaf);
         snprintf(leaf, sizeof leaf, "%s.ln_colsum", layer);
         op.u.linear.ln_colsum = weight(b, prefix, leaf);
-        op.u.linear.ln_eps = 1e-5f;
+        op.u.linear.ln_eps = MV_LAYERNORM_EPS;
         if (backend_takes(b->g->backend, &op)) {
             add_op(b, &op);
             return;

@@ -613,6 +613,7 @@ static mvrt_status_t mvrt_gpu_scan_bwd_entry(void *device, void *stream, const m
 static mvrt_status_t mvrt_gpu_op_scratch_entry(void *device, const mvrt_op_params_t *p, size_t *out_bytes)
 {
     mvrt_gpu_device_t *d = device;
+    ENTER(d); /* whether a form runs may ask the device (occupancy, kernel attributes) */
     if (!mvrt_gpu_op_takes(p, &d->opctx))
         return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED,
                                          MVRT_GPU_NAME ": op kind %d does not run with these sizes on this device",

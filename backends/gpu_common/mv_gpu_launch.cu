@@ -265,15 +265,29 @@ gemm_args linear_gemm_args(const mvrt_linear_params_t &p)
     return g;
 }
 
+#if defined(MVRT_GPU_CUDA)
 /* A linear with a folded LayerNorm (p.ln_weight) runs only on the cluster
- * GEMM (CUDA, sm_90+, fp32, few output tiles): the backend takes it where
- * that kernel runs it, and the graph runner emits LayerNorm + linear
- * elsewhere. MVRT_CUDA_LN_FOLD=0 declines it everywhere. */
+ * GEMM (CUDA, sm_90+, fp32, few output tiles): its plan there, {0, 0}
+ * where that kernel does not run it (MVRT_CUDA_LN_FOLD=0: nowhere). A pure
+ * function of the shape and the device: planning and running agree. */
+cgemm_plan linear_ln_plan(const gemm_args &g, const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
+{
+    if (!ctx->ln_fold || p.math != MVRT_MATH_FP32 || p.a_bf16 || p.y_bf16 || !cgemm_ln_layout(g))
+        return cgemm_plan{0, 0};
+    return cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm);
+}
+#endif
+
+/* The backend takes a linear with a folded LayerNorm where it has a plan
+ * and the device can run it (asked once, when the graph is planned); the
+ * graph runner emits LayerNorm + linear elsewhere. */
 bool linear_ln_takes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
 #if defined(MVRT_GPU_CUDA)
-    return ctx->ln_fold && ctx->cluster_gemm > 0 && p.math == MVRT_MATH_FP32 && !p.a_bf16 && !p.y_bf16 &&
-           p.batch > 0 && p.M > 0 && p.N > 0 && cgemm_ln_takes(linear_gemm_args(p), ctx->sm_count, ctx->cluster_gemm);
+    if (p.batch <= 0 || p.M <= 0 || p.N <= 0) return false;
+    const gemm_args g = linear_gemm_args(p);
+    const cgemm_plan pl = linear_ln_plan(g, p, ctx);
+    return pl.S > 0 && cgemm_ln_fits(g, pl);
 #else
     (void)p, (void)ctx;
     return false;
@@ -288,12 +302,9 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
     if (p.batch <= 0 || p.M <= 0 || p.N <= 0) return MVRT_GPU_OP_OK;
     if (p.ln_weight) {
         /* linear_ln_takes said yes when the op was planned (the occupancy
-         * query stays off this path); the plan is a pure function of the
-         * shape and the device */
+         * query stays off this path) */
 #if defined(MVRT_GPU_CUDA)
-        const cgemm_plan pl = ctx->ln_fold && ctx->cluster_gemm > 0 && p.math == MVRT_MATH_FP32 && !storage16 &&
-                                      cgemm_ln_layout(g)
-                                  ? cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm) : cgemm_plan{0, 0};
+        const cgemm_plan pl = linear_ln_plan(g, p, ctx);
         if (pl.S > 0) {
             const gpuError_t e = launch_gemm_cluster(g, pl, s);
             if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }

@@ -57,27 +57,53 @@ typedef cudaError_t mvrt_gpu_error_t;
 #define MVRT_SYNCWARP() __syncwarp()
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
-/* Queues kernel(args...) in thread-block clusters of cz blocks along z
- * (grid.z a multiple of cz; NVIDIA sm_90+). A device that cannot
- * co-schedule such a cluster answers cudaErrorInvalidClusterSize; the
- * callers then clear it and take their unclustered path. */
+/* A launch configuration in thread-block clusters of cz blocks along z
+ * (grid.z a multiple of cz; NVIDIA sm_90+), built in place (cfg points at
+ * attr). */
+struct mvrt_cluster_z_config {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[1];
+    mvrt_cluster_z_config(dim3 grid, dim3 block, size_t smem, cudaStream_t s, unsigned cz) : cfg(), attr()
+    {
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = s;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 1;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = cz;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    mvrt_cluster_z_config(const mvrt_cluster_z_config &) = delete;
+};
+
+/* Queues kernel(args...) in thread-block clusters of cz blocks along z. A
+ * device that cannot co-schedule such a cluster answers
+ * cudaErrorInvalidClusterSize; the callers then clear it and take their
+ * unclustered path. */
 template <typename... P, typename... A>
 static inline cudaError_t mvrt_launch_cluster_z(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
                                                 cudaStream_t s, unsigned cz, A... args)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = cz;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, args...);
+    const mvrt_cluster_z_config c(grid, block, smem, s, cz);
+    return cudaLaunchKernelEx(&c.cfg, kernel, args...);
+}
+
+/* Whether the current device can co-schedule at least one of kernel's
+ * clusters of cz blocks with this block size and shared memory (the
+ * occupancy API; nothing is launched). */
+template <typename... P>
+static inline bool mvrt_cluster_z_fits(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, unsigned cz)
+{
+    const mvrt_cluster_z_config c(grid, block, smem, 0, cz);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &c.cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return clusters > 0;
 }
 #endif
 

@@ -589,44 +589,27 @@ static gpuError_t launch_gemm_cluster(const gemm_args &g, const cgemm_plan &pl, 
                                  c.tiles_n);
 }
 
-/* Whether a linear with a folded LayerNorm (g.ln_w) runs here, on the
- * cluster GEMM with at most max_slices slices: the kernel's layout (A
- * (M, K) row-major, B a PyTorch weight (N, K), a bias per column, K a
- * multiple of 8, fp32 output), a plan (slices of at most
- * MVRT_CGEMM_LN_KS_MAX k), and the device able to co-schedule its clusters (asked of the occupancy API: the plain cluster GEMM falls
- * back to the vendor path when a launch is refused, which cannot compute
- * the folded LayerNorm). */
+/* The layout a folded LayerNorm (g.ln_w) needs: A (M, K) row-major, B a
+ * PyTorch weight (N, K), a bias per column, K a multiple of 8, fp32
+ * output, no residual. */
 static bool cgemm_ln_layout(const gemm_args &g)
 {
     return g.ln_w && g.ln_colsum && g.bias && !g.bias_per_row && !g.ta && g.tb && g.K % 8 == 0 && !g.y16 && !g.R;
 }
-static bool cgemm_ln_takes(const gemm_args &g, int sm_count, int max_slices)
+
+/* Whether the current device can run g (with a folded LayerNorm) under
+ * plan pl: its shared memory allowed and its clusters co-scheduled (asked
+ * of the occupancy API at planning time: the plain cluster GEMM falls
+ * back to the vendor path when a launch is refused, which cannot compute
+ * the folded LayerNorm). */
+static bool cgemm_ln_fits(const gemm_args &g, const cgemm_plan &pl)
 {
-    if (!cgemm_ln_layout(g)) return false;
-    const cgemm_plan pl = cgemm_plan_for(g, sm_count, max_slices);
-    if (pl.S == 0) return false;
     const cgemm_launch c = cgemm_launch_for(g, pl);
     if (cgemm_smem_opt_in(c) != gpuSuccess) {
         (void)cudaGetLastError();
         return false;
     }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = c.grid;
-    cfg.blockDim = dim3(MVRT_CGEMM_THREADS);
-    cfg.dynamicSmemBytes = (size_t)c.smem;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = (unsigned)pl.S;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, c.fn, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    return clusters > 0;
+    return mvrt_cluster_z_fits(c.fn, c.grid, dim3(MVRT_CGEMM_THREADS), (size_t)c.smem, (unsigned)pl.S);
 }
 #endif
 
