@@ -132,6 +132,10 @@ static double op_flops(const mvrt_op_params_t *op)
         const mvrt_attention_params_t *a = &op->u.attention;
         return 4.0 * (double)a->batch * a->heads * (double)a->length * (double)a->length * a->head_dim;
     }
+    case MVRT_OP_MLP: { /* fc1 and fc2 */
+        const mvrt_mlp_params_t *q = &op->u.mlp;
+        return 4.0 * (double)q->rows * (double)q->channels * (double)q->hidden;
+    }
     case MVRT_OP_MIXER_PROJ: { /* x_proj and dt_proj, as the linears it replaces */
         const mvrt_mixer_proj_params_t *q = &op->u.mixer_proj;
         const double M = (double)q->batch * (double)q->length, h = (double)q->channels / 2, R = (double)q->dt_rank;
@@ -279,10 +283,29 @@ static void op_norm_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const f
     op_dense(b, M, N, K, T, Y, prefix, layer, has_bias, act, 0, storage);
 }
 
-/* x += MLP(LayerNorm2(x)) */
+/* x += MLP(LayerNorm2(x)): one MVRT_OP_MLP where the backend takes it
+ * (the CUDA cluster kernel for few rows in fp32: ops/mv/mlp_gpu_cluster.cuh;
+ * plan and emit ask the same), else LayerNorm (or its fold), fc1 + GELU,
+ * fc2 + residual. */
 static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X)
 {
     int64_t hidden = (int64_t)b->g->model->config.mlp_ratio * C;
+    if (b->g->opt.math == MVRT_MATH_FP32) {
+        mvrt_op_params_t op;
+        memset(&op, 0, sizeof op);
+        op.kind = MVRT_OP_MLP;
+        mvrt_mlp_params_t *q = &op.u.mlp;
+        q->rows = M, q->channels = C, q->hidden = hidden, q->x = X;
+        q->ln_weight = weight(b, p, "norm2.weight"), q->ln_bias = weight(b, p, "norm2.bias");
+        q->ln_eps = MV_LAYERNORM_EPS;
+        q->fc1_w = weight(b, p, "mlp.fc1.weight"), q->fc1_b = weight(b, p, "mlp.fc1.bias");
+        q->fc2_w = weight(b, p, "mlp.fc2.weight"), q->fc2_b = weight(b, p, "mlp.fc2.bias");
+        q->activation = MVRT_ACT_GELU_ERF;
+        if (backend_takes(b->g->backend, &op)) {
+            add_op(b, &op);
+            return;
+        }
+    }
     float *T = slot(b, SLOT_T, M * C);
     float *H = slot(b, SLOT_BIG, M * hidden);
     const int s16 = bf16_storage(b);
@@ -823,7 +846,8 @@ mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream, const m
 static void describe_node(const gnode_t *n, mvrt_graph_op_profile_t *r)
 {
     static const char *const names[MVRT_OP_KIND_COUNT_] = {
-        "?", "layernorm", "linear", "dwconv1d", "attention", "conv2d", "win_part", "win_rev", "pool", "mixer_proj"};
+        "?",        "layernorm", "linear", "dwconv1d",   "attention", "conv2d",
+        "win_part", "win_rev",   "pool",   "mixer_proj", "mlp"};
     memset(r, 0, sizeof *r);
     if (n->type == NODE_COPY) {
         snprintf(r->op, sizeof r->op, "copy");
@@ -882,6 +906,12 @@ static void describe_node(const gnode_t *n, mvrt_graph_op_profile_t *r)
         const mvrt_mixer_proj_params_t *q = &o->u.mixer_proj;
         snprintf(r->shape, sizeof r->shape, "b%lld L%lld C%lld R%lld N%lld", (long long)q->batch,
                  (long long)q->length, (long long)q->channels, (long long)q->dt_rank, (long long)q->dstate);
+        break;
+    }
+    case MVRT_OP_MLP: {
+        const mvrt_mlp_params_t *q = &o->u.mlp;
+        snprintf(r->shape, sizeof r->shape, "M%lld C%lld H%lld", (long long)q->rows, (long long)q->channels,
+                 (long long)q->hidden);
         break;
     }
     case MVRT_OP_AFFINE_AVGPOOL: {

@@ -398,12 +398,14 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
 
 /* The bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16) are
  * GPU-only: the CPU computes bf16 math in fp32 on float buffers. So are
- * the fused mixer projections and the linear with a folded LayerNorm: the
- * CPU runs the ops they fuse. */
+ * the fused mixer projections, the fused MLP and the linear with a folded
+ * LayerNorm: the CPU runs the ops they fuse. */
 static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
 {
     if (p->kind == MVRT_OP_MIXER_PROJ)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: the fused mixer projections are a GPU-only form");
+    if (p->kind == MVRT_OP_MLP)
+        return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: the fused MLP is a GPU-only form");
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: a linear with a folded LayerNorm is a GPU-only form");
     if ((p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y_bf16) ||

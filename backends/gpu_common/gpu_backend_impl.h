@@ -277,6 +277,11 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
          * (linear_gpu_cluster.cuh); MVRT_CUDA_LN_FOLD=0: never */
         const char *lnf = getenv("MVRT_CUDA_LN_FOLD");
         d->opctx.ln_fold = !(lnf && strcmp(lnf, "0") == 0);
+        /* LayerNorm + fc1 + GELU + fc2 + residual as one cluster kernel for
+         * few rows on sm_90+ (ops/mv/mlp_gpu_cluster.cuh);
+         * MVRT_CUDA_FUSED_MLP=0: never */
+        const char *fm = getenv("MVRT_CUDA_FUSED_MLP");
+        d->opctx.fused_mlp = d->prop.major >= 9 && !(fm && strcmp(fm, "0") == 0);
     }
 #else
     d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
@@ -284,6 +289,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     d->opctx.split_attention = 0;
     d->opctx.mixer_proj_tokens = 0;
     d->opctx.ln_fold = 0;
+    d->opctx.fused_mlp = 0;
 #endif
     mvrt_gpu_blas_open(d);
     {

@@ -23,6 +23,7 @@
 #include "ops/window/window_gpu.cuh"
 #include "ops/pool/pool_gpu.cuh"
 #include "ops/mv/mixer_proj_gpu.cuh"
+#include "ops/mv/mlp_gpu_cluster.cuh"
 
 using namespace mvrt_mv_gpu;
 
@@ -480,11 +481,29 @@ gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, gpuStream_t s)
     return gpuGetLastError();
 }
 
+#if defined(MVRT_GPU_CUDA)
+/* The fused MLP's plan where the context allows it ({0}: declined; fp32
+ * only: the op has no bf16 or TF32 form). */
+mlp_plan mlp_plan_ctx(const mvrt_mlp_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
+{
+    if (!ctx->fused_mlp) return mlp_plan{0, 0, 0, 0};
+    return mlp_plan_for(p, ctx->sm_count);
+}
+#endif
+
 } // namespace
 
 extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
+    if (p->kind == MVRT_OP_MLP) {
+#if defined(MVRT_GPU_CUDA)
+        const mlp_plan pl = mlp_plan_ctx(p->u.mlp, ctx);
+        return pl.S > 0 && mlp_fits(pl);
+#else
+        return 0;
+#endif
+    }
     if (p->kind != MVRT_OP_MIXER_PROJ) return 1;
 #if defined(MVRT_GPU_CUDA)
     return ctx->mixer_proj_tokens > 0 && mixer_proj_fits(p->u.mixer_proj, ctx->mixer_proj_tokens);
@@ -543,6 +562,17 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
         if (!mvrt_gpu_op_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
         e = launch_mixer_proj(p->u.mixer_proj, s);
         break;
+    case MVRT_OP_MLP: {
+#if defined(MVRT_GPU_CUDA)
+        /* the plan only: the co-scheduling was asked when the op was taken */
+        const mlp_plan pl = mlp_plan_ctx(p->u.mlp, ctx);
+        if (!pl.S) return MVRT_GPU_OP_UNSUPPORTED;
+        e = launch_mlp_cluster(p->u.mlp, pl, s);
+        break;
+#else
+        return MVRT_GPU_OP_UNSUPPORTED;
+#endif
+    }
     default: return MVRT_GPU_OP_UNSUPPORTED;
     }
     if (e != gpuSuccess) {

@@ -72,6 +72,10 @@ typedef struct mvrt_gpu_op_ctx {
      * where the cluster GEMM takes it; 0 (MVRT_CUDA_LN_FOLD=0, HIP): the
      * op is declined and the graph runner emits LayerNorm + linear */
     int ln_fold;
+    /* NVIDIA sm_90+: MVRT_OP_MLP runs where its cluster kernel covers the
+     * sizes (ops/mv/mlp_gpu_cluster.cuh); 0 (MVRT_CUDA_FUSED_MLP=0, HIP):
+     * the op is declined and the graph runner emits LayerNorm, fc1, fc2 */
+    int fused_mlp;
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
     /* A vendor conv2d for whole ops (CUDA: backends/cuda/cuda_conv_3xtf32.h);
@@ -102,9 +106,9 @@ enum {
 size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
 
 /* 1 when mvrt_gpu_op_run takes p with this context: every kind always but
- * the mixer projections and linears with a folded LayerNorm, which run
- * for the sizes and devices their kernels cover (the graph runner asks
- * before emitting them). */
+ * the mixer projections, the fused MLP and linears with a folded
+ * LayerNorm, which run for the sizes and devices their kernels cover (the
+ * graph runner asks before emitting them). */
 int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
 
 /* Queues op p on stream s. scratch holds at least mvrt_gpu_op_scratch(p)

@@ -32,7 +32,8 @@ typedef enum mvrt_op_kind {
     MVRT_OP_WINDOW_REVERSE = 7,
     MVRT_OP_AFFINE_AVGPOOL = 8,
     MVRT_OP_MIXER_PROJ = 9,
-    MVRT_OP_KIND_COUNT_ = 10
+    MVRT_OP_MLP = 10,
+    MVRT_OP_KIND_COUNT_ = 11
 } mvrt_op_kind_t;
 
 /* Activations applied by the linear and conv2d epilogues. */
@@ -228,6 +229,24 @@ typedef struct mvrt_mixer_proj_params {
     const float *conv_x_w, *conv_z_w, *x_proj_w, *dt_proj_w, *dt_bias;
 } mvrt_mixer_proj_params_t;
 
+/* The MLP half of a MambaVision block, one op (GPU backends that take
+ * it: CUDA sm_90+ for few rows, fp32; the CPU and HIP answer UNSUPPORTED
+ * and the graph runner emits LayerNorm, fc1 and fc2, runtime/graph.c
+ * emit_mlp). Over the rows of x (rows, channels) row-major, in place:
+ *   x[r, :] += fc2_w act(fc1_w LN(x[r, :]) + fc1_b) + fc2_b
+ * LN as mvrt_layernorm_params_t (ln_weight, ln_bias, ln_eps); fc1_w
+ * (hidden, channels), fc2_w (channels, hidden) PyTorch weights, fc1_b
+ * (hidden), fc2_b (channels); the layer scale is already folded into
+ * fc2 by the model builder. Every row is read before any is written. */
+typedef struct mvrt_mlp_params {
+    int64_t rows, channels, hidden;
+    float *x;
+    const float *ln_weight, *ln_bias;
+    float ln_eps;
+    const float *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+    int activation;   /* mvrt_activation_t */
+} mvrt_mlp_params_t;
+
 typedef struct mvrt_op_params {
     int kind;  /* mvrt_op_kind_t */
     union {
@@ -239,6 +258,7 @@ typedef struct mvrt_op_params {
         mvrt_window_params_t window;
         mvrt_affine_avgpool_params_t pool;
         mvrt_mixer_proj_params_t mixer_proj;
+        mvrt_mlp_params_t mlp;
     } u;
 } mvrt_op_params_t;
 

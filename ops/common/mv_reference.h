@@ -11,7 +11,8 @@
  * initial value. The output pointer of `p` itself is never written. A
  * dwconv1d with two parts writes its y2 elements at out + (y2 - y), i.e.
  * y and y2 must lie in one buffer that `out` mirrors.
- * Returns 0, or -1 for an unknown kind. */
+ * Returns 0, or -1 for an unknown kind (or, for the MLP, out of host
+ * memory). */
 #ifndef MVRT_OPS_MV_REFERENCE_H
 #define MVRT_OPS_MV_REFERENCE_H
 

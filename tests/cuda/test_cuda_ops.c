@@ -17,6 +17,9 @@
  * limited to 2 slices (MVRT_CUDA_GEMM_CLUSTER=2) and off (=0), with
  * MVRT_CUDA_FP32_GEMM=sgemm (cuBLAS SGEMM) and with <prefix>GEMM=builtin
  * (our own GEMM kernel, the HIP path).
+ * The GPU-only fused forms (a linear with a folded LayerNorm, the fused
+ * MLP) are checked where the device takes them and must be declined, by
+ * op_run too with the output untouched, where it does not (shapes, knobs).
  * Two ops are also captured into a graph and replayed.
  *
  * Pass criterion per element: |got - ref| <= atol + rtol * |ref|, with
@@ -294,6 +297,21 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
 }
 
 /* ------------------------------------------- linear with a folded LayerNorm */
+/* An op form the device declined (op_scratch_size said UNSUPPORTED):
+ * op_run must decline it too and leave `out` (whose host copy holds what
+ * was uploaded) untouched. */
+static void check_declined(const char *name, const mvrt_op_params_t *pd, const buf_t *out)
+{
+    ran++;
+    const mvrt_status_t st = vt->op_run(dev, stream, pd, NULL);
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    float *after = download(out);
+    const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(out->h, after, sizeof(float) * (size_t)out->n) == 0;
+    printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote its output)");
+    if (!ok) fails++;
+    free(after);
+}
+
 /* The GPU-only form (mv_op_params.h, ln_weight): Y = act(LN(A) W^T + b)
  * [+ Y]. The reference is the LayerNorm of each row in double (mean,
  * centred variance, eps 1e-5) and the linear in double; the op's two
@@ -362,16 +380,8 @@ static void case_linear_ln(const char *name, int64_t M, int64_t N, int64_t K, in
         check(name, &Y, ref, 0, 2e-6 * sqrt((double)K) + 1e-6, 1e-5);
         free(ref);
     } else {
-        /* declined: op_run declines too, Y keeps its content */
         ln_declined++;
-        ran++;
-        const mvrt_status_t st = vt->op_run(dev, stream, &pd, NULL);
-        TU_CHECK(vt->stream_synchronize(dev, stream));
-        float *after = download(&Y); /* Y.h still holds what was uploaded */
-        const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(Y.h, after, sizeof(float) * (size_t)Y.n) == 0;
-        printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote Y)");
-        if (!ok) fails++;
-        free(after);
+        check_declined(name, &pd, &Y);
     }
     buf_free(&A), buf_free(&B), buf_free(&gm), buf_free(&bt), buf_free(&b0), buf_free(&cs), buf_free(&fb);
     buf_free(&Y);
@@ -396,6 +406,73 @@ static int run_linear_ln_cases(void)
     case_linear_ln("linear_ln_K1280_declines", 196, 320, 1280, 0, 1, MVRT_ACT_NONE, 0, 0.0);
     case_linear_ln("linear_ln_many_tiles_declines", 50176, 320, 320, 0, 1, MVRT_ACT_NONE, 0, 0.0);
     return ln_taken - before;
+}
+
+/* ---------------------------------------------------------------- fused MLP */
+/* x += fc2(act(fc1(LayerNorm(x)))) in place (MVRT_OP_MLP, a GPU-only op
+ * form) against the double reference of mv_reference.h. Rows get an
+ * offset (row r: offset * (1 + r % 3)) so |mean| >> spread where offset
+ * is large. Where the device takes it (CUDA sm_90+: few rows, C a
+ * multiple of 32 up to 512, hidden / 8 a multiple of 16) x is compared
+ * with atol 2e-6 (sqrt(C) + sqrt(hidden)) + 1e-6 and rtol 1e-5 (the fp32
+ * linear's tolerance for each of the two products); where it declines,
+ * op_run must decline too and leave x as it was. */
+static int mlp_taken, mlp_declined;
+static void case_mlp(const char *name, int64_t rows, int64_t C, int64_t H, int act, double offset)
+{
+    if (!selected(name)) return;
+    buf_t x = buf_rand(rows * C, -2.0, 2.0), lw = buf_rand(C, 0.5, 1.5), lb = buf_rand(C, -0.5, 0.5);
+    buf_t w1 = buf_rand(H * C, -1.0 / sqrt((double)C), 1.0 / sqrt((double)C)), b1 = buf_rand(H, -0.5, 0.5);
+    buf_t w2 = buf_rand(C * H, -1.0 / sqrt((double)H), 1.0 / sqrt((double)H)), b2 = buf_rand(C, -0.5, 0.5);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < C; k++) x.h[r * C + k] += (float)(offset * (double)(1 + r % 3));
+    buf_upload(&x);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_MLP;
+    mvrt_mlp_params_t *q = &ph.u.mlp;
+    q->rows = rows; q->channels = C; q->hidden = H; q->ln_eps = 1e-5f; q->activation = act;
+    q->x = x.h; q->ln_weight = lw.h; q->ln_bias = lb.h;
+    q->fc1_w = w1.h; q->fc1_b = b1.h; q->fc2_w = w2.h; q->fc2_b = b2.h;
+    pd = ph;
+    pd.u.mlp.x = x.d; pd.u.mlp.ln_weight = lw.d; pd.u.mlp.ln_bias = lb.d;
+    pd.u.mlp.fc1_w = w1.d; pd.u.mlp.fc1_b = b1.d; pd.u.mlp.fc2_w = w2.d; pd.u.mlp.fc2_b = b2.d;
+    size_t bytes = 0;
+    if (vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK) {
+        mlp_taken++;
+        double *ref = ref_new(x.n);
+        if (mvrt_ref_op_run(&ph, ref) != 0) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+        run_dev(&pd);
+        check(name, &x, ref, 0, 2e-6 * (sqrt((double)C) + sqrt((double)H)) + 1e-6, 1e-5);
+        free(ref);
+    } else {
+        mlp_declined++;
+        check_declined(name, &pd, &x);
+    }
+    buf_free(&x), buf_free(&lw), buf_free(&lb), buf_free(&w1), buf_free(&b1), buf_free(&w2), buf_free(&b2);
+}
+
+/* The fused-MLP cases; returns how many the device took: MambaVision's
+ * stage-3 MLPs at batch 1 (T: C 320, S: 384, B: 512 over 50 rows), one
+ * row, a partial last cluster of rows (37) with tanh-GELU, rows whose mean
+ * is 100x their spread, a hidden slice of 48 (a last half k block, warps
+ * without fc1 work); C % 32 != 0, C > 512 and more clusters than the SMs
+ * hold at once must be declined. */
+#define MLP_CASES_TAKEN 7
+static int run_mlp_cases(void)
+{
+    const int before = mlp_taken;
+    case_mlp("mlp_T_s3_b1", 196, 320, 1280, MVRT_ACT_GELU_ERF, 0.0);
+    case_mlp("mlp_S_s3_b1", 196, 384, 1536, MVRT_ACT_GELU_ERF, 0.0);
+    case_mlp("mlp_B_s3_rows50", 50, 512, 2048, MVRT_ACT_GELU_ERF, 0.0);
+    case_mlp("mlp_one_row", 1, 320, 1280, MVRT_ACT_GELU_ERF, 0.0);
+    case_mlp("mlp_rows37_C64_tanh", 37, 64, 256, MVRT_ACT_GELU_TANH, 0.0);
+    case_mlp("mlp_offset100", 20, 128, 512, MVRT_ACT_GELU_ERF, 100.0);
+    case_mlp("mlp_C96_H384_half_block", 45, 96, 384, MVRT_ACT_GELU_ERF, 1.0);
+    case_mlp("mlp_C80_declines", 196, 80, 320, MVRT_ACT_GELU_ERF, 0.0);
+    case_mlp("mlp_C640_declines", 49, 640, 2560, MVRT_ACT_GELU_ERF, 0.0);
+    case_mlp("mlp_rows784_declines", 784, 320, 1280, MVRT_ACT_GELU_ERF, 0.0);
+    return mlp_taken - before;
 }
 
 /* ---------------------------------------------------------------- layernorm */
@@ -988,16 +1065,18 @@ static void run_attention_cases(void)
 /* Closes and reopens device 0 so that GEMM and attention knobs set in the
  * environment (read when a device opens) take effect; `mode` names the pass in the
  * output. 0 or -1 (message printed). */
-/* How many folded-LayerNorm cases the device must take in this pass
- * (-1: any): the 6 that fit the cluster GEMM on CUDA sm_90+ with the
- * cluster GEMM at its default 8 slices, none where the cluster GEMM is
- * off, on other devices, or with MVRT_CUDA_LN_FOLD=0. */
-static void check_ln_taken(int taken, int want)
+/* How many cases of an optional op form the device must take in this pass
+ * (-1: any). Folded LayerNorm: the 6 that fit the cluster GEMM on CUDA
+ * sm_90+ with the cluster GEMM at its default 8 slices, none where the
+ * cluster GEMM is off, on other devices, or with MVRT_CUDA_LN_FOLD=0.
+ * Fused MLP: MLP_CASES_TAKEN on CUDA sm_90+, none on other devices or
+ * with MVRT_CUDA_FUSED_MLP=0. */
+static void check_taken(const char *form, int taken, int want)
 {
     if (filter || want < 0) return;
     ran++;
     if (taken != want) {
-        printf("FAIL: [%s] %d folded-LayerNorm cases taken, %d expected\n", gemm_mode, taken, want);
+        printf("FAIL: [%s] %d %s cases taken, %d expected\n", gemm_mode, taken, form, want);
         fails++;
     }
 }
@@ -1108,11 +1187,19 @@ int main(int argc, char **argv)
         const int pinned = getenv("MVRT_CUDA_LN_FOLD") || getenv("MVRT_CUDA_GEMM_CLUSTER") ||
                            getenv("MVRT_CUDA_FP32_GEMM") || getenv("MVRT_CUDA_GEMM");
         const int cluster = strcmp(info.backend, "cuda") == 0 && info.arch_major >= 9;
-        check_ln_taken(run_linear_ln_cases(), pinned ? -1 : cluster ? 6 : 0);
+        check_taken("folded-LayerNorm", run_linear_ln_cases(), pinned ? -1 : cluster ? 6 : 0);
         setenv("MVRT_CUDA_LN_FOLD", "0", 1);
         if (reopen_device("lnfold0") != 0) return 1;
-        check_ln_taken(run_linear_ln_cases(), 0);
+        check_taken("folded-LayerNorm", run_linear_ln_cases(), 0);
         unsetenv("MVRT_CUDA_LN_FOLD");
+        /* the fused MLP: the same rule, its own switch */
+        if (reopen_device("default") != 0) return 1;
+        const int mlp_pinned = getenv("MVRT_CUDA_FUSED_MLP") != NULL;
+        check_taken("fused-MLP", run_mlp_cases(), mlp_pinned ? -1 : cluster ? MLP_CASES_TAKEN : 0);
+        setenv("MVRT_CUDA_FUSED_MLP", "0", 1);
+        if (reopen_device("fusedmlp0") != 0) return 1;
+        check_taken("fused-MLP", run_mlp_cases(), 0);
+        unsetenv("MVRT_CUDA_FUSED_MLP");
     }
 
     /* the cluster GEMM limited to 2 slices and attention without key
@@ -1123,11 +1210,11 @@ int main(int argc, char **argv)
     if (reopen_device("cluster2") != 0) return 1;
     run_gemm_cases();
     run_attention_cases(); /* without key splits */
-    check_ln_taken(run_linear_ln_cases(), -1);
+    check_taken("folded-LayerNorm", run_linear_ln_cases(), -1);
     setenv("MVRT_CUDA_GEMM_CLUSTER", "0", 1);
     if (reopen_device("nocluster") != 0) return 1;
     run_gemm_cases();
-    check_ln_taken(run_linear_ln_cases(), 0);
+    check_taken("folded-LayerNorm", run_linear_ln_cases(), 0);
 
     /* the same GEMM cases with fp32 GEMMs on cuBLAS SGEMM instead of
      * 3xTF32, and the attention cases on the fp32 SIMT kernels */
@@ -1142,10 +1229,11 @@ int main(int argc, char **argv)
     setenv("MVRT_HIP_GEMM", "builtin", 1);
     if (reopen_device("builtin") != 0) return 1;
     run_gemm_cases();
-    check_ln_taken(run_linear_ln_cases(), 0);
+    check_taken("folded-LayerNorm", run_linear_ln_cases(), 0);
     vt->device_close(dev);
 
-    printf("%s: %d of %d checks failed (folded LayerNorm: %d cases taken, %d declined over the passes)\n",
-           fails ? "FAIL" : "PASS", fails, ran, ln_taken, ln_declined);
+    printf("%s: %d of %d checks failed (folded LayerNorm: %d cases taken, %d declined; fused MLP: %d taken, %d "
+           "declined; over the passes)\n",
+           fails ? "FAIL" : "PASS", fails, ran, ln_taken, ln_declined, mlp_taken, mlp_declined);
     return fails ? 1 : 0;
 }

@@ -500,7 +500,7 @@ static void test_blocks(mvrt_backend_t *be)
  * ops it replaces, so this compares the two forms), and on sm_90+ the
  * batch-1 MambaVision shapes (mixer and attention, stages 3 and 4) must
  * fold both LayerNorms into the linears after them (no "layernorm" op
- * left). */
+ * left) and run the MLP as one fused op (one "mlp" op: stage 3, C 320). */
 static void test_blocks_vs_cpu(mvrt_backend_t *be)
 {
     mvrt_backend_t *cpu = NULL;
@@ -518,6 +518,10 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
                              !getenv("MVRT_CUDA_LN_FOLD") &&
                              !getenv("MVRT_CUDA_GEMM_CLUSTER") && !getenv("MVRT_CUDA_FP32_GEMM") &&
                              !getenv("MVRT_CUDA_GEMM");
+    /* the MLP as one op (ops/mv/mlp_gpu_cluster.cuh) on CUDA sm_90+ at the
+     * stage-3 shapes (cases 0 and 8) unless MVRT_CUDA_FUSED_MLP pins it */
+    const int want_mlp = !strcmp(mvrt_backend_name(be), "cuda") && info.arch_major >= 9 &&
+                         !getenv("MVRT_CUDA_FUSED_MLP");
     /* heads > 0: an attention block (the folded LayerNorms before qkv and fc1) */
     static const struct { int dim, tokens, batch, d_state, d_conv, mlp, heads; } cases[] = {
         {320, 196, 1, 8, 3, 4, 0}, {64, 1, 3, 8, 3, 4, 0}, {48, 37, 2, 5, 4, 3, 0},
@@ -561,22 +565,26 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
              * MVRT_CUDA_MIXER_PROJ_TOKENS overrides the limit */
             mvrt_graph_op_profile_t ops[32];
             size_t nops = 0;
-            int fused = 0, norms = 0;
+            int fused = 0, norms = 0, mlps = 0;
             CHECK_OK(mvrt_graph_profile(gg, s, ops, 32, &nops));
             for (size_t i = 0; i < nops && i < 32; i++) {
                 fused |= !strcmp(ops[i].op, "mixer_proj");
                 norms += !strcmp(ops[i].op, "layernorm");
+                mlps += !strcmp(ops[i].op, "mlp");
             }
-            printf("  %s C%d L%d b%d N%d w%d: %s, %d LayerNorm ops, max |diff| %.3g (block part %.3g, "
+            printf("  %s C%d L%d b%d N%d w%d: %s, %d LayerNorm ops, %s MLP, max |diff| %.3g (block part %.3g, "
                    "output %.3g)\n",
                    attention ? "attention" : "mixer", cases[ci].dim, cases[ci].tokens, cases[ci].batch,
                    cases[ci].d_state, cases[ci].d_conv,
-                   attention ? "-" : fused ? "fused projections" : "op by op", norms, d, part, scale);
+                   attention ? "-" : fused ? "fused projections" : "op by op", norms, mlps ? "fused" : "op-by-op",
+                   d, part, scale);
             CHECK(d <= 1e-4 * scale && d <= 1e-3 * part && part > 0);
             if (want_fused && !attention)
                 CHECK(fused == 1);
             if (want_ln_fold && (ci == 0 || ci == 6 || ci == 8 || ci == 9))
                 CHECK(norms == 0);
+            if (want_mlp && (ci == 0 || ci == 8))
+                CHECK(mlps == 1);
             free(in), free(og), free(oc), free(again);
         }
         mvrt_stream_destroy(s);
