@@ -7,13 +7,14 @@
  * dependent memory round trips and cluster barriers around ~1 us of
  * tensor work. Every step of the MLP is local to a row, so one cluster per
  * 16 rows can run all of it without a grid-wide dependency:
- *   - the S blocks of a cluster each take one slice of the hidden units
- *     (HS = hidden / S): fc1's output columns and fc2's K are the same
- *     slice, so the hidden activations never leave the block;
- *   - each block normalizes the cluster's 16 rows itself (a warp per row,
- *     exact two-pass mean and variance), multiplies them by its slice of
- *     fc1, applies bias and activation, and multiplies the result by its
- *     slice of fc2's columns: a partial (16, C) product in shared memory;
+ *   - the S = 8 blocks of a cluster each take one slice of the hidden
+ *     units (HS = hidden / S): fc1's output columns and fc2's K are the
+ *     same slice, so the hidden activations never leave the block;
+ *   - each block normalizes the cluster's 16 rows itself (a warp per row
+ *     pair, exact two-pass mean and variance), multiplies them by its
+ *     slice of fc1, applies bias and activation, and multiplies the result
+ *     by its slice of fc2's columns: a partial (16, C) product in shared
+ *     memory;
  *   - after one cluster barrier block r sums columns [r C/S, (r+1) C/S)
  *     of the S partial products in rank order (distributed shared memory;
  *     bitwise reproducible), adds fc2's bias and the residual, and writes
@@ -21,18 +22,17 @@
  *
  * Products: 3xTF32 mma.sync m16n8k8 (fp32 accuracy, as the cluster GEMM),
  * one m16 fragment of rows; the activations are split into their two TF32
- * parts once, when stored to shared memory; the weights are read by each
- * lane straight from global memory (each weight is used by this block
- * once: no staging), 32 bytes per lane per 32-long k block, one block
- * ahead. The k positions of a 32-long block are taken in the order that
- * makes a lane's eight values contiguous: lane (g, c) of a fragment reads
- * k = 8c .. 8c + 7 of its row for the block's four k8 steps (step s: k =
- * 8c + 2s and 8c + 2s + 1 as the fragment's c and c + 4 positions; both
- * operands agree, and a sum over k does not depend on its order). The
- * tensor-core accumulator is added to an fp32 sum every 64 k (one
- * accumulator over hundreds of k gave several times the error of fp32
- * adds: linear_gpu_cluster.cuh). Shared rows are padded to 4 mod 32 words:
- * the 16-byte reads of a quarter warp hit distinct banks. */
+ * parts once, when stored to shared memory (in fragment order, below); the
+ * weights are read by each lane straight from global memory into
+ * registers, one 32-long k block ahead, and split there. The tensor-core
+ * accumulators are added to an fp32 sum every 64 k (one accumulator over
+ * hundreds of k gave several times the error of fp32 adds:
+ * linear_gpu_cluster.cuh).
+ *
+ * What limits it (backends/cuda/PERF_NOTES.md): each cluster streams all
+ * of fc1 and fc2 (3.3 MB at MambaVision-T stage 3) through its GPC, ~12 us
+ * of the ~19-23 us the kernel takes; the LayerNorm and the cluster sum
+ * cost ~2 us each. */
 #ifndef MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 #define MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 
@@ -289,13 +289,15 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
         const int r1 = r0 + warps < R ? r0 + warps : r0;
         const bool v0 = r0 < mval, v1 = r1 < mval;
         const float *x0 = p.x + (m0 + (v0 ? r0 : 0)) * (int64_t)C, *x1 = p.x + (m0 + (v1 ? r1 : 0)) * (int64_t)C;
-        float a0[MVRT_MLP_KC_MAX], a1[MVRT_MLP_KC_MAX];
+        float a0[MVRT_MLP_KC_MAX], a1[MVRT_MLP_KC_MAX], lw[MVRT_MLP_KC_MAX], lb[MVRT_MLP_KC_MAX];
         float s0 = 0.f, s1 = 0.f;
 #pragma unroll
         for (int i = 0; i < MVRT_MLP_KC_MAX; ++i)
-            if (i < nk) {
+            if (i < nk) { /* the LayerNorm's vectors with the rows: one round trip (0.4 us) */
                 a0[i] = v0 ? x0[lane + 32 * i] : 0.f;
                 a1[i] = v1 ? x1[lane + 32 * i] : 0.f;
+                lw[i] = __ldg(p.ln_weight + lane + 32 * i);
+                lb[i] = __ldg(p.ln_bias + lane + 32 * i);
             }
 #pragma unroll
         for (int i = 0; i < MVRT_MLP_KC_MAX; ++i)
@@ -321,7 +323,7 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
 #pragma unroll
         for (int i = 0; i < MVRT_MLP_KC_MAX; ++i)
             if (i < nk) {
-                const float w = __ldg(p.ln_weight + lane + 32 * i), b = __ldg(p.ln_bias + lane + 32 * i);
+                const float w = lw[i], b = lb[i];
                 mlp_store_split(Ab, As, o0 + 512 * i, fmaf(a0[i] * rstd0, w, b * keep0));
                 mlp_store_split(Ab, As, o1 + 512 * i, fmaf(a1[i] * rstd1, w, b * keep1));
             }
@@ -377,6 +379,10 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
                 }
         }
     }
+    /* every slice's partial product visible cluster-wide: arrive now, wait
+     * once this thread's residual and bias are loaded (0.1 us less than
+     * one cluster.sync() after the loads) */
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     /* this block's outputs: columns [rank C/S, (rank + 1) C/S) of the
      * rows; the residual and fc2's bias of a thread's first float4 loaded
      * before the barrier */
@@ -388,7 +394,7 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
         b_e0 = __ldg(reinterpret_cast<const float4 *>(p.fc2_b + col_e0));
     }
     cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync(); /* every slice's partial product is visible cluster-wide */
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 
     /* 4. the S partial products in rank order, fc2's bias, the residual */
     for (int e = e0; e < R * cw4; e += (int)blockDim.x) {
