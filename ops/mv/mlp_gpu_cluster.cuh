@@ -13,12 +13,12 @@
  *   - each block normalizes the cluster's 16 rows itself (a warp per row
  *     pair, exact two-pass mean and variance), multiplies them by its
  *     slice of fc1, applies bias and activation, and multiplies the result
- *     by its slice of fc2's columns: a partial (16, C) product in shared
- *     memory;
- *   - after one cluster barrier block r sums columns [r C/S, (r+1) C/S)
- *     of the S partial products in rank order (distributed shared memory;
- *     bitwise reproducible), adds fc2's bias and the residual, and writes
- *     x in place (every block read its rows before the barrier).
+ *     by its slice of fc2's columns: a partial (16, C) product, whose
+ *     columns [r C/S, (r+1) C/S) it stores straight into block r's shared
+ *     memory (distributed shared memory, one slot per writer);
+ *   - after one cluster barrier block r sums its S slots in rank order
+ *     (bitwise reproducible), adds fc2's bias and the residual, and
+ *     writes x in place (every block read its rows before the barrier).
  *
  * Products: 3xTF32 mma.sync m16n8k8 (fp32 accuracy, as the cluster GEMM),
  * one m16 fragment of rows; the activations are split into their two TF32
@@ -78,22 +78,22 @@ static __host__ __device__ inline int mlp_frag_index(int r, int k, int K)
 
 /* Shared memory of one block, in words: the normalized rows' TF32 parts
  * (big, small: 16 x C each, fragment order), the hidden slice's parts
- * (16 x HS each); the partial product (16 rows of C + 4) overlays the
- * normalized rows once fc1 is done. */
+ * (16 x HS each), and the S partial products of this block's output
+ * columns (S x 16 x C / S: slot s written by block s, remotely, while
+ * this block may still be in fc1 or fc2: its own region). */
 struct mlp_layout {
-    int p_stride;
-    int ab, as, hb, hs, words;
+    int ab, as, hb, hs, red, words;
 };
 static __host__ __device__ inline mlp_layout mlp_layout_for(int C, int HS)
 {
     const int rows = MVRT_MLP_ROWS;
     mlp_layout l;
-    l.p_stride = C + 4;
     l.ab = 0;
     l.as = l.ab + rows * C;
     l.hb = l.as + rows * C;
     l.hs = l.hb + rows * HS;
-    l.words = l.hs + rows * HS;
+    l.red = l.hs + rows * HS;
+    l.words = l.red + rows * C;
     return l;
 }
 
@@ -247,10 +247,12 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     constexpr int MT = 1, R = MVRT_MLP_ROWS; /* one m16 fragment of rows per cluster */
     extern __shared__ float4 mlp_smem4[];
     float *const sm = reinterpret_cast<float *>(mlp_smem4);
-    const int S = (int)gridDim.z, rank = (int)blockIdx.z;
+    constexpr int S = MVRT_MLP_SLICES; /* = gridDim.z: launch_mlp_cluster */
+    const int rank = (int)blockIdx.z;
     const int C = (int)p.channels, Hd = (int)p.hidden, HS = Hd / S;
     const int warps = (int)(blockDim.x >> 5), warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
     const mlp_layout L = mlp_layout_for(C, HS);
+    cg::cluster_group cluster = cg::this_cluster();
     const int g = lane >> 2, c = lane & 3;
     const int64_t m0 = (int64_t)blockIdx.x * R;
     const int mval = (int)(p.rows - m0 < R ? p.rows - m0 : R);
@@ -361,27 +363,33 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     }
     __syncthreads();
 
-    /* 3. this slice's part of fc2 for all C outputs, into P (over Ab / As:
-     * no warp reads them after the barrier above) */
-    float *const P = Ab;
+    /* 3. this slice's part of fc2 for all C outputs, each column pair
+     * stored straight into its owner's slot for this block (distributed
+     * shared memory: the stores overlap the rest of fc2 and the barrier,
+     * and the sum below reads only local memory) */
+    float *const Red = sm + L.red;
+    const int CS = C / S;
     {
         for (int t = warp; t < tasks2; t += warps) {
             float sum[MT][MVRT_MLP_G][4];
             mlp_warp_gemm<MT, MVRT_MLP_G>(sum, Hb, Hs, w2, b2);
             const int col = t * 8 * MVRT_MLP_G + 2 * c;
 #pragma unroll
-            for (int i = 0; i < MT; ++i)
+            for (int j = 0; j < MVRT_MLP_G; ++j) {
+                const int n = col + 8 * j, owner = n / CS; /* n, n + 1: one owner (CS even) */
+                float *pr = cluster.map_shared_rank(Red, owner) + (rank * R + g) * CS + (n - owner * CS);
 #pragma unroll
-                for (int j = 0; j < MVRT_MLP_G; ++j) {
-                    float *pr = P + (16 * i + g) * L.p_stride + col + 8 * j;
-                    *reinterpret_cast<float2 *>(pr) = make_float2(sum[i][j][0], sum[i][j][1]);
-                    *reinterpret_cast<float2 *>(pr + 8 * L.p_stride) = make_float2(sum[i][j][2], sum[i][j][3]);
+                for (int i = 0; i < MT; ++i) {
+                    *reinterpret_cast<float2 *>(pr + 16 * i * CS) = make_float2(sum[i][j][0], sum[i][j][1]);
+                    *reinterpret_cast<float2 *>(pr + (16 * i + 8) * CS) = make_float2(sum[i][j][2], sum[i][j][3]);
                 }
+            }
         }
     }
-    /* every slice's partial product visible cluster-wide: arrive now, wait
-     * once this thread's residual and bias are loaded (0.1 us less than
-     * one cluster.sync() after the loads) */
+    /* every block's partial products in place: arrive now (release: this
+     * thread's remote stores first), wait once this thread's residual and
+     * bias are loaded (0.1 us less than one cluster.sync() after the
+     * loads) */
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     /* this block's outputs: columns [rank C/S, (rank + 1) C/S) of the
      * rows; the residual and fc2's bias of a thread's first float4 loaded
@@ -393,17 +401,20 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
         x_e0 = *reinterpret_cast<const float4 *>(p.x + (m0 + r_e0) * (int64_t)C + col_e0);
         b_e0 = __ldg(reinterpret_cast<const float4 *>(p.fc2_b + col_e0));
     }
-    cg::cluster_group cluster = cg::this_cluster();
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 
-    /* 4. the S partial products in rank order, fc2's bias, the residual */
+    /* 4. the S partial products in rank order, fc2's bias, the residual.
+     * No block touches another's shared memory after the barrier (every
+     * remote store came before its writer's arrive), so none waits for
+     * the others to leave. */
     for (int e = e0; e < R * cw4; e += (int)blockDim.x) {
         const int r = e / cw4, col = rank * (C / S) + (e - r * cw4) * 4;
-        if (r >= mval) continue; /* no barrier below: leaving early is safe */
-        float4 v = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(P, 0) + r * L.p_stride + col);
-#pragma unroll 4
+        if (r >= mval) continue;
+        const float *red = Red + r * CS + (col - rank * CS);
+        float4 v = *reinterpret_cast<const float4 *>(red);
+#pragma unroll
         for (int s = 1; s < S; ++s) {
-            const float4 t = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(P, s) + r * L.p_stride + col);
+            const float4 t = *reinterpret_cast<const float4 *>(red + s * R * CS);
             v.x += t.x, v.y += t.y, v.z += t.z, v.w += t.w;
         }
         float4 b = b_e0, x = x_e0;
@@ -414,9 +425,6 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
         *reinterpret_cast<float4 *>(p.x + (m0 + r) * (int64_t)C + col) =
             make_float4((v.x + b.x) + x.x, (v.y + b.y) + x.y, (v.z + b.z) + x.z, (v.w + b.w) + x.w);
     }
-    /* no block leaves while another still reads its partial product (the
-     * reads are done: their values are stored; no ordering needed) */
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 #else
     (void)p;
 #endif
