@@ -253,6 +253,9 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     const int warps = (int)(blockDim.x >> 5), warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
     const mlp_layout L = mlp_layout_for(C, HS);
     cg::cluster_group cluster = cg::this_cluster();
+    /* every block of the cluster started before any stores into another's
+     * shared memory (phase 3): arrive now, wait there */
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     const int g = lane >> 2, c = lane & 3;
     const int64_t m0 = (int64_t)blockIdx.x * R;
     const int mval = (int)(p.rows - m0 < R ? p.rows - m0 : R);
@@ -369,6 +372,7 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
      * and the sum below reads only local memory) */
     float *const Red = sm + L.red;
     const int CS = C / S;
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     {
         for (int t = warp; t < tasks2; t += warps) {
             float sum[MT][MVRT_MLP_G][4];
