@@ -30,9 +30,9 @@
  * linear_gpu_cluster.cuh).
  *
  * What limits it (backends/cuda/PERF_NOTES.md): each cluster streams all
- * of fc1 and fc2 (3.3 MB at MambaVision-T stage 3) through its GPC, ~12 us
- * of the ~19-23 us the kernel takes; the LayerNorm and the cluster sum
- * cost ~2 us each. */
+ * of fc1 and fc2 (3.3 MB at MambaVision-T stage 3) through its GPC, ~13 us
+ * of the ~18-22 us the kernel takes; the LayerNorm costs ~2.5 us, the
+ * cluster barrier and sum ~1.5 us. */
 #ifndef MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 #define MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 
