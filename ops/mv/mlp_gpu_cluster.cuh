@@ -29,10 +29,14 @@
  * hundreds of k gave several times the error of fp32 adds:
  * linear_gpu_cluster.cuh).
  *
- * What limits it (backends/cuda/PERF_NOTES.md): each cluster streams all
- * of fc1 and fc2 (3.3 MB at MambaVision-T stage 3) through its GPC, ~13 us
- * of the ~18-22 us the kernel takes; the LayerNorm costs ~2.5 us, the
- * cluster barrier and sum ~1.5 us. */
+ * What limits it (backends/cuda/PERF_NOTES.md): the two products take
+ * ~12.5 of the ~18 us (MambaVision-T stage 3), and are bound by shared
+ * memory and tensor issue as much as by the weight stream: with 16-column
+ * tasks the activations re-read from shared memory are twice the weights'
+ * bytes (hence fc2's 32-column tasks, mlp_plan_for), a probe of the same
+ * products without any weight loads takes ~9.6 us, and deeper weight
+ * pipelines (bulk copies into shared memory, 2-8 stages) were slower.
+ * The LayerNorm costs ~2.6 us, the cluster barrier and sum ~1.4 us. */
 #ifndef MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 #define MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 
@@ -46,7 +50,7 @@
 namespace mvrt_mv_gpu {
 
 #define MVRT_MLP_ROWS 16          /* rows per cluster: one m16 fragment */
-#define MVRT_MLP_G 2              /* n fragments per warp task (fc1 and fc2) */
+#define MVRT_MLP_G 2              /* n fragments per fc1 task (fc2: the kernel's G2, mlp_plan_for) */
 #define MVRT_MLP_WARPS_MAX 12     /* the LayerNorm takes two rows per warp: >= 8 */
 #define MVRT_MLP_SLICES 8         /* cluster size: hidden slices (the portable limit) */
 #define MVRT_MLP_KC_MAX 16        /* C <= 512: a lane holds C / 32 values of each row it normalizes */
@@ -150,9 +154,12 @@ template <int G> struct mlp_wstream {
  * apart) times n fragment j of b, for steps [0, steps). 3xTF32 with the
  * weights split by truncation (2 instructions: big = the top 19 bits,
  * small = the exact rest); the dropped small x small term and small's own
- * truncation by the tensor core stay ~2^-20 of each product. */
-template <int MT, int G>
-static __device__ __forceinline__ void mlp_mma_block(float (&acc)[3][MT][G][4], const float *Afb, const float *Afs,
+ * truncation by the tensor core stay ~2^-20 of each product. NA
+ * accumulators: 3, one per product (the shortest dependency chains), or
+ * 2, the two small products sharing one (fewer registers, for wide
+ * tasks; they are ~2^-11 of the big one, so sharing costs no accuracy). */
+template <int MT, int G, int NA>
+static __device__ __forceinline__ void mlp_mma_block(float (&acc)[NA][MT][G][4], const float *Afb, const float *Afs,
                                                      int mstride, const mlp_bblock<G> &b, int steps)
 {
 #pragma unroll
@@ -178,8 +185,8 @@ static __device__ __forceinline__ void mlp_mma_block(float (&acc)[3][MT][G][4], 
 #pragma unroll
             for (int i = 0; i < MT; ++i) {
                 mma_tf32(acc[0][i][j], as[i], bb0, bb1);
-                mma_tf32(acc[1][i][j], ab[i], bs0, bs1);
-                mma_tf32(acc[2][i][j], ab[i], bb0, bb1);
+                mma_tf32(acc[NA - 2][i][j], ab[i], bs0, bs1);
+                mma_tf32(acc[NA - 1][i][j], ab[i], bb0, bb1);
             }
         }
     }
@@ -188,27 +195,32 @@ static __device__ __forceinline__ void mlp_mma_block(float (&acc)[3][MT][G][4], 
 /* sum (MT m fragments x G n fragments) = A . W^T for the stream's next
  * task: A in fragment order (Afb, Afs; K = w.K); b0 holds the task's
  * first block (loaded earlier), and holds the next task's on return. The
- * tensor-core accumulator goes into the fp32 sum every 64 k. */
-template <int MT, int G>
+ * tensor-core accumulators (NA: mlp_mma_block) go into the fp32 sum
+ * every 64 k. */
+template <int MT, int G, int NA>
 static __device__ __forceinline__ void mlp_warp_gemm(float (&sum)[MT][G][4], const float *Afb, const float *Afs,
                                                      mlp_wstream<G> &w, mlp_bblock<G> &b0)
 {
-    float acc[3][MT][G][4];
+    float acc[NA][MT][G][4];
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < G; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[0][i][j][e] = acc[1][i][j][e] = acc[2][i][j][e] = 0.f, sum[i][j][e] = 0.f;
+            for (int e = 0; e < 4; ++e) {
+                sum[i][j][e] = 0.f;
+#pragma unroll
+                for (int a = 0; a < NA; ++a) acc[a][i][j][e] = 0.f;
+            }
     const int lane = threadIdx.x & 31, mstride = 16 * w.K;
     const float *ab = Afb + 4 * lane, *as = Afs + 4 * lane;
     mlp_bblock<G> b1;
     for (int kb = 0; kb < w.blocks; kb += 2) {
         w.load(b1); /* block kb + 1, or the next task's first */
-        mlp_mma_block<MT, G>(acc, ab + 512 * kb, as + 512 * kb, mstride, b0, 32 * kb + 32 <= w.K ? 4 : 2);
+        mlp_mma_block<MT, G, NA>(acc, ab + 512 * kb, as + 512 * kb, mstride, b0, 32 * kb + 32 <= w.K ? 4 : 2);
         if (kb + 1 < w.blocks) {
             w.load(b0);
-            mlp_mma_block<MT, G>(acc, ab + 512 * (kb + 1), as + 512 * (kb + 1), mstride, b1,
+            mlp_mma_block<MT, G, NA>(acc, ab + 512 * (kb + 1), as + 512 * (kb + 1), mstride, b1,
                                  32 * kb + 64 <= w.K ? 4 : 2);
         } else {
             b0 = b1;
@@ -219,8 +231,10 @@ static __device__ __forceinline__ void mlp_warp_gemm(float (&sum)[MT][G][4], con
             for (int j = 0; j < G; ++j)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    sum[i][j][e] += (acc[0][i][j][e] + acc[1][i][j][e]) + acc[2][i][j][e];
-                    acc[0][i][j][e] = acc[1][i][j][e] = acc[2][i][j][e] = 0.f;
+                    sum[i][j][e] += NA == 3 ? (acc[0][i][j][e] + acc[NA - 2][i][j][e]) + acc[NA - 1][i][j][e]
+                                            : acc[0][i][j][e] + acc[NA - 1][i][j][e];
+#pragma unroll
+                    for (int a = 0; a < NA; ++a) acc[a][i][j][e] = 0.f;
                 }
     }
 }
@@ -235,11 +249,13 @@ static __device__ __forceinline__ void mlp_store_split(float *big, float *small,
 }
 #endif
 
+
 /* Grid (ceil(rows / 16), 1, S) in clusters of (1, 1, S), blockDim.x =
  * 32 warps (8 <= warps <= MVRT_MLP_WARPS_MAX), mlp_layout_for(C, hidden /
  * S).words * 4 bytes of dynamic shared memory. Conditions (mlp_plan_for):
  * C a multiple of 32 and <= 32 MVRT_MLP_KC_MAX, hidden / S a multiple of
  * 16, C / S a multiple of 4, x and the weights 16-byte aligned. */
+template <int G2>
 __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mvrt_mlp_params_t p)
 {
 #ifdef MVRT_MLP_DEVICE
@@ -261,7 +277,8 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     const int mval = (int)(p.rows - m0 < R ? p.rows - m0 : R);
     float *const Ab = sm + L.ab, *const As = sm + L.as, *const Hb = sm + L.hb, *const Hs = sm + L.hs;
     const int64_t h0 = (int64_t)rank * HS;
-    const int tasks1 = HS / (8 * MVRT_MLP_G), tasks2 = C / (8 * MVRT_MLP_G);
+    constexpr int G1 = MVRT_MLP_G, NA1 = 3, NA2 = G2 >= 4 ? 2 : 3; /* accumulators: mlp_warp_gemm */
+    const int tasks1 = HS / (8 * G1), tasks2 = C / (8 * G2);
 
     /* This block's weight slices into L2 at once, their 128-byte lines
      * shared out over the clusters (each asks for every gridDim.x-th): in
@@ -280,8 +297,8 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     }
 
     /* fc1's first weight block in flight during the LayerNorm */
-    mlp_wstream<MVRT_MLP_G> w1(p.fc1_w + (h0 + g) * C + 4 * c, C, warp, warps, tasks1, C);
-    mlp_bblock<MVRT_MLP_G> b1;
+    mlp_wstream<G1> w1(p.fc1_w + (h0 + g) * C + 4 * c, C, warp, warps, tasks1, C);
+    mlp_bblock<G1> b1;
     w1.load(b1);
 
     /* 1. LayerNorm, a warp per row pair (r, r + warps), straight from
@@ -339,16 +356,16 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
      * of MVRT_MLP_G n fragments x all rows; bias and activation; TF32
      * parts to Hb / Hs. fc2's first weight block is loaded once the warp's
      * last fc1 block is in. */
-    mlp_wstream<MVRT_MLP_G> w2(p.fc2_w + (int64_t)g * Hd + h0 + 4 * c, Hd, warp, warps, tasks2, HS);
-    mlp_bblock<MVRT_MLP_G> b2;
+    mlp_wstream<G2> w2(p.fc2_w + (int64_t)g * Hd + h0 + 4 * c, Hd, warp, warps, tasks2, HS);
+    mlp_bblock<G2> b2;
     {
         for (int t = warp; t < tasks1; t += warps) {
-            float sum[MT][MVRT_MLP_G][4];
-            mlp_warp_gemm<MT, MVRT_MLP_G>(sum, Ab, As, w1, b1);
+            float sum[MT][G1][4];
+            mlp_warp_gemm<MT, G1, NA1>(sum, Ab, As, w1, b1);
             if (t + warps >= tasks1) w2.load(b2);
-            const int col = t * 8 * MVRT_MLP_G + 2 * c;
+            const int col = t * 8 * G1 + 2 * c;
 #pragma unroll
-            for (int j = 0; j < MVRT_MLP_G; ++j) {
+            for (int j = 0; j < G1; ++j) {
                 const int n = col + 8 * j;
                 const float b0 = __ldg(p.fc1_b + h0 + n), b1 = __ldg(p.fc1_b + h0 + n + 1);
 #pragma unroll
@@ -375,11 +392,11 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
     {
         for (int t = warp; t < tasks2; t += warps) {
-            float sum[MT][MVRT_MLP_G][4];
-            mlp_warp_gemm<MT, MVRT_MLP_G>(sum, Hb, Hs, w2, b2);
-            const int col = t * 8 * MVRT_MLP_G + 2 * c;
+            float sum[MT][G2][4];
+            mlp_warp_gemm<MT, G2, NA2>(sum, Hb, Hs, w2, b2);
+            const int col = t * 8 * G2 + 2 * c;
 #pragma unroll
-            for (int j = 0; j < MVRT_MLP_G; ++j) {
+            for (int j = 0; j < G2; ++j) {
                 const int n = col + 8 * j, owner = n / CS; /* n, n + 1: one owner (CS even) */
                 float *pr = cluster.map_shared_rank(Red, owner) + (rank * R + g) * CS + (n - owner * CS);
 #pragma unroll
@@ -436,9 +453,10 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
 
 #if defined(MVRT_GPU_CUDA)
 /* The fused MLP's launch for p: S slices (0: not taken), warps per block,
- * shared-memory bytes, clusters. */
+ * shared-memory bytes, fc2's n fragments per warp task (the kernel's G2),
+ * clusters. */
 struct mlp_plan {
-    int S, warps, smem;
+    int S, warps, smem, g2;
     unsigned row_tiles;
 };
 static inline bool mlp_aligned(const void *q) { return ((uintptr_t)q & 15u) == 0; }
@@ -449,7 +467,7 @@ static inline bool mlp_aligned(const void *q) { return ((uintptr_t)q & 15u) == 0
  * stage-3 widths of T, S and B), hidden / 8 a multiple of 16. */
 static inline mlp_plan mlp_plan_for(const mvrt_mlp_params_t &p, int sm_count)
 {
-    mlp_plan pl = {0, 0, 0, 0};
+    mlp_plan pl = {0, 0, 0, 0, 0};
     const int S = MVRT_MLP_SLICES;
     const int64_t C = p.channels, Hd = p.hidden;
     if (p.rows < 1 || C < 32 || C % 32 || C > 32 * MVRT_MLP_KC_MAX || Hd < 16 * S || Hd % (16 * S) || Hd / S > 4096 ||
@@ -462,6 +480,14 @@ static inline mlp_plan mlp_plan_for(const mvrt_mlp_params_t &p, int sm_count)
     if (tiles * S > sm_count) return pl;
     const int tasks1 = (int)(Hd / S / (8 * MVRT_MLP_G));
     pl.warps = tasks1 < 8 ? 8 : tasks1 > MVRT_MLP_WARPS_MAX ? MVRT_MLP_WARPS_MAX : tasks1;
+    /* fc2's tasks 32 columns wide where each warp then has at most one
+     * (MambaVision-T and -S stage 3: 10 and 12), else 16 as fc1's: every
+     * task re-reads the 16 hidden rows (both TF32 parts) from shared
+     * memory, twice the bytes of its weights, so wider tasks read less;
+     * but a warp with two wide tasks while others idle loses more (B's
+     * stage 3: 16 tasks on 12 warps measured 0.6 us slower than 32 narrow
+     * ones). */
+    pl.g2 = C / 32 <= pl.warps ? 4 : 2;
     pl.smem = 4 * mlp_layout_for((int)C, (int)(Hd / S)).words;
     if (pl.smem > 227 * 1024) return pl;
     pl.S = S;
@@ -469,10 +495,16 @@ static inline mlp_plan mlp_plan_for(const mvrt_mlp_params_t &p, int sm_count)
     return pl;
 }
 
+typedef void (*mlp_kernel_fn)(mvrt_mlp_params_t);
+static inline mlp_kernel_fn mlp_kernel_for(const mlp_plan &pl)
+{
+    return pl.g2 == 4 ? mlp_cluster_kernel<4> : mlp_cluster_kernel<2>;
+}
+
 static gpuError_t mlp_smem_opt_in(const mlp_plan &pl)
 {
     if (pl.smem <= 48 * 1024) return gpuSuccess;
-    return cudaFuncSetAttribute(mlp_cluster_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, pl.smem);
+    return cudaFuncSetAttribute(mlp_kernel_for(pl), cudaFuncAttributeMaxDynamicSharedMemorySize, pl.smem);
 }
 
 /* Queues p under plan pl (from mlp_plan_for, checked by mlp_fits). */
@@ -480,7 +512,7 @@ static gpuError_t launch_mlp_cluster(const mvrt_mlp_params_t &p, const mlp_plan 
 {
     const gpuError_t e = mlp_smem_opt_in(pl);
     if (e != gpuSuccess) return e;
-    return mvrt_launch_cluster_z(mlp_cluster_kernel, dim3(pl.row_tiles, 1, (unsigned)pl.S), dim3(32 * pl.warps),
+    return mvrt_launch_cluster_z(mlp_kernel_for(pl), dim3(pl.row_tiles, 1, (unsigned)pl.S), dim3(32 * pl.warps),
                                  (size_t)pl.smem, s, (unsigned)pl.S, p);
 }
 
@@ -496,7 +528,7 @@ static bool mlp_fits(const mlp_plan &pl)
     const mvrt_cluster_z_config cfg(dim3(pl.row_tiles, 1, (unsigned)pl.S), dim3(32 * pl.warps), (size_t)pl.smem, 0,
                                     (unsigned)pl.S);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, mlp_cluster_kernel, &cfg.cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&clusters, mlp_kernel_for(pl), &cfg.cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         return false;
     }
