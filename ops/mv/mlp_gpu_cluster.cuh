@@ -231,8 +231,10 @@ static __device__ __forceinline__ void mlp_warp_gemm(float (&sum)[MT][G][4], con
             for (int j = 0; j < G; ++j)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    sum[i][j][e] += NA == 3 ? (acc[0][i][j][e] + acc[NA - 2][i][j][e]) + acc[NA - 1][i][j][e]
-                                            : acc[0][i][j][e] + acc[NA - 1][i][j][e];
+                    float t = acc[0][i][j][e];
+#pragma unroll
+                    for (int a = 1; a < NA; ++a) t += acc[a][i][j][e];
+                    sum[i][j][e] += t;
 #pragma unroll
                     for (int a = 0; a < NA; ++a) acc[a][i][j][e] = 0.f;
                 }
@@ -248,7 +250,6 @@ static __device__ __forceinline__ void mlp_store_split(float *big, float *small,
     small[i] = __uint_as_float(s);
 }
 #endif
-
 
 /* Grid (ceil(rows / 16), 1, S) in clusters of (1, 1, S), blockDim.x =
  * 32 warps (8 <= warps <= MVRT_MLP_WARPS_MAX), mlp_layout_for(C, hidden /
