@@ -241,14 +241,17 @@ static void dense_params(builder_t *b, mvrt_op_params_t *op, int64_t M, int64_t 
     p->math = b->g->opt.math;
 }
 
-/* Y (M, N) = act(X (M, K) W^T + bias) [+ Y when accumulate]: a PyTorch Linear
- * over rows, one GEMM. */
+/* Y (M, N) = act(X (M, K) W^T + bias) [+ R]: a PyTorch Linear over rows,
+ * one GEMM; residual R (M, N): NULL for none, Y itself to accumulate in
+ * place, or another matrix (act NONE with either). */
 static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float *x, float *y,
-                     const char *prefix, const char *layer, int has_bias, int act, int accumulate, int storage)
+                     const char *prefix, const char *layer, int has_bias, int act, const float *residual,
+                     int storage)
 {
     mvrt_op_params_t op;
     dense_params(b, &op, M, N, K, x, y, prefix, layer, has_bias ? "bias" : NULL, act);
-    op.u.linear.beta = accumulate ? 1.0f : 0.0f;
+    op.u.linear.beta = residual ? 1.0f : 0.0f;
+    op.u.linear.residual = residual != y ? residual : NULL;
     op.u.linear.a_bf16 = (storage & DENSE_A16) != 0;
     op.u.linear.y_bf16 = (storage & DENSE_Y16) != 0;
     add_op(b, &op);
@@ -280,7 +283,7 @@ static void op_norm_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const f
         }
     }
     op_layernorm(b, M, K, X, T, prefix, norm, (storage & DENSE_A16) != 0);
-    op_dense(b, M, N, K, T, Y, prefix, layer, has_bias, act, 0, storage);
+    op_dense(b, M, N, K, T, Y, prefix, layer, has_bias, act, NULL, storage);
 }
 
 /* x += MLP(LayerNorm2(x)): one MVRT_OP_MLP where the backend takes it
@@ -311,7 +314,7 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
     const int s16 = bf16_storage(b);
     op_norm_dense(b, M, hidden, C, X, T, H, p, "norm2", "mlp.fc1", 1, MVRT_ACT_GELU_ERF,
                   s16 ? DENSE_A16 | DENSE_Y16 : 0);
-    op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, 1, s16 ? DENSE_A16 : 0);
+    op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, X, s16 ? DENSE_A16 : 0);
 }
 
 /* The mixer's token-local middle, xz -> u (MX), z (YZ rows [h, C)), dbl,
@@ -378,7 +381,11 @@ static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     add_op(b, &op);
 }
 
-static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, float *X)
+/* One mixer block over Bw sequences of L tokens: X = X_in + mixer(norm1(X_in)),
+ * then X += MLP(norm2(X)). X_in may be X (in place: a stage) or the
+ * block graph's input (then no copy of it into X comes first). */
+static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *X_in,
+                             float *X)
 {
     const mvrt_model_config_t *cfg = &b->g->model->config;
     int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
@@ -391,7 +398,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     mvrt_op_params_t op;
 
     const int s16 = bf16_storage(b);
-    op_norm_dense(b, M, C, C, X, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE, s16 ? DENSE_A16 : 0);
+    op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE, s16 ? DENSE_A16 : 0);
 
     emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
 
@@ -412,7 +419,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     s->delta_bias.data = (void *)weight(b, p, "mixer.dt_proj.bias"), s->delta_bias.stride[0] = 1;
     s->out.data = YZ, s->out.stride[0] = C * L, s->out.stride[1] = L, s->out.stride[2] = 1;
 
-    /* out_proj per sequence, into the residual: X_b (L, C) += YZ_b^T (L, C) . W^T */
+    /* out_proj per sequence, onto the residual: X_b (L, C) = X_in_b + YZ_b^T (L, C) . W^T */
     memset(&op, 0, sizeof op);
     op.kind = MVRT_OP_LINEAR;
     mvrt_linear_params_t *l = &op.u.linear;
@@ -421,20 +428,22 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
     l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
     l->beta = 1.0f;
+    l->residual = X_in != X ? X_in : NULL;
     l->math = b->g->opt.math;
     add_op(b, &op);
 
     emit_mlp(b, p, M, C, X);
 }
 
+/* One attention block, as emit_mixer_block (X_in: its input, may be X). */
 static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C,
-                                 int heads, float *X)
+                                 int heads, const float *X_in, float *X)
 {
     int64_t M = Bw * L;
     float *T = slot(b, SLOT_T, M * C);
     float *QKV = slot(b, SLOT_BIG, M * 3 * C);
     const int s16 = bf16_storage(b);
-    op_norm_dense(b, M, 3 * C, C, X, T, QKV, p, "norm1", "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE,
+    op_norm_dense(b, M, 3 * C, C, X_in, T, QKV, p, "norm1", "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE,
                   s16 ? DENSE_A16 : 0);
     mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
     mvrt_attention_params_t *a = &op.u.attention;
@@ -443,7 +452,7 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     a->qkv = QKV, a->out = T;
     a->math = b->g->opt.math;
     add_op(b, &op);
-    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, 1, 0);
+    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, X_in, 0);
     emit_mlp(b, p, M, C, X);
 }
 
@@ -515,9 +524,9 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
         for (int i = 0; i < s->depth; i++) {
             snprintf(q, sizeof q, "%sblocks.%d.", p, i);
             if (i >= s->first_attention)
-                emit_attention_block(b, q, Bw, L, C, s->heads, X);
+                emit_attention_block(b, q, Bw, L, C, s->heads, X, X);
             else
-                emit_mixer_block(b, q, Bw, L, C, X);
+                emit_mixer_block(b, q, Bw, L, C, X, X);
         }
         float *y = slot(b, free_map(b, cur, NULL), batch * C * H * W);
         op.kind = MVRT_OP_WINDOW_REVERSE;
@@ -551,11 +560,12 @@ static void emit_all(builder_t *b)
     case MVRT_MODEL_MIXER_BLOCK:
     case MVRT_MODEL_ATTENTION_BLOCK: {
         int64_t L = g->opt.tokens, C = c->dim;
-        add_copy(b, out, in, batch * L * C);
+        /* the block reads `in` and writes `out` (its residual comes from
+         * `in`): no copy of the input first */
         if (c->kind == MVRT_MODEL_MIXER_BLOCK)
-            emit_mixer_block(b, "", batch, L, C, out);
+            emit_mixer_block(b, "", batch, L, C, in, out);
         else
-            emit_attention_block(b, "", batch, L, C, c->num_heads, out);
+            emit_attention_block(b, "", batch, L, C, c->num_heads, in, out);
         break;
     }
     case MVRT_MODEL_STAGE: {
@@ -590,7 +600,7 @@ static void emit_all(builder_t *b)
         op.u.pool.x = cur, op.u.pool.y = pooled;
         op.u.pool.scale = weight(b, "", "norm.scale"), op.u.pool.shift = weight(b, "", "norm.shift");
         add_op(b, &op);
-        op_dense(b, batch, c->num_classes, C, pooled, out, "", "head", 1, MVRT_ACT_NONE, 0, 0);
+        op_dense(b, batch, c->num_classes, C, pooled, out, "", "head", 1, MVRT_ACT_NONE, NULL, 0);
         break;
     }
     }

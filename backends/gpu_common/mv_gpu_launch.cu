@@ -262,6 +262,12 @@ gemm_args linear_gemm_args(const mvrt_linear_params_t &p)
     g.R = nullptr; g.ldr = 0; g.sr = 0;
     g.act = p.activation;
     g.beta = p.beta;
+    if (p.beta != 0.f && p.residual && p.residual != p.Y) {
+        /* Y = residual + product + bias: the epilogues' residual term
+         * (added after the bias, as beta Y is: the same sums) */
+        g.R = p.residual; g.ldr = p.ldy; g.sr = p.batch_stride_y;
+        g.beta = 0.f;
+    }
     g.ln_w = p.ln_weight; g.ln_colsum = p.ln_colsum; g.ln_eps = p.ln_eps;
     return g;
 }
@@ -486,7 +492,7 @@ gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, gpuStream_t s)
  * only: the op has no bf16 or TF32 form). */
 mlp_plan mlp_plan_ctx(const mvrt_mlp_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (!ctx->fused_mlp) return mlp_plan{0, 0, 0, 0};
+    if (!ctx->fused_mlp) return mlp_plan{0, 0, 0, 0, 0};
     return mlp_plan_for(p, ctx->sm_count);
 }
 #endif

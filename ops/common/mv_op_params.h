@@ -80,7 +80,12 @@ typedef struct mvrt_layernorm_params {
  * matrix over the batch), likewise B and Y. Y is M x N with row stride ldy.
  * bias: NULL, or per column (bias[n], bias_per_row = 0) or per row
  * (bias[m], bias_per_row = 1). beta is 0 or 1; with beta = 1 the
- * activation must be NONE (a residual accumulate). Y never aliases A or B. */
+ * activation must be NONE (a residual accumulate). Y never aliases A or B.
+ * residual: NULL, or with beta = 1 the matrix added in place of Y's own
+ * contents (same shape, ldy and batch_stride_y as Y; read, never written):
+ *   Y_b = residual_b + op(A_b) op(B_b) + bias
+ * so that a block's output need not start as a copy of its input; it may
+ * equal Y (then as NULL) and aliases neither A nor B. */
 typedef struct mvrt_linear_params {
     int64_t batch, M, N, K;
     const float *A; int64_t lda, batch_stride_a; int trans_a;
@@ -112,6 +117,7 @@ typedef struct mvrt_linear_params {
      * LayerNorm and the linear separately where a backend declines. */
     const float *ln_weight, *ln_colsum;
     float ln_eps;
+    const float *residual; /* with beta 1: added instead of Y (NULL: Y; above) */
 } mvrt_linear_params_t;
 
 /* Depthwise conv1d along L with PyTorch's padding='same' (left pad

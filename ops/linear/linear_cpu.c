@@ -427,16 +427,19 @@ void mvrt_cpu_gemm_batched(const mvrt_cpu_gemm_t *g, int64_t batch, int64_t stri
 
 void mvrt_cpu_linear(const mvrt_linear_params_t *p, int threads)
 {
+    /* beta = 1 with a residual other than Y: the GEMM's residual epilogue
+     * (activation NONE by the contract) instead of accumulating into Y */
+    const int separate = p->beta != 0.0f && p->residual && p->residual != p->Y;
     const mvrt_cpu_gemm_t g = {
         .M = p->M, .N = p->N, .K = p->K,
         .A = p->A, .lda = p->lda, .trans_a = p->trans_a,
         .B = p->B, .ldb = p->ldb, .trans_b = p->trans_b,
         .C = p->Y, .ldc = p->ldy,
-        .accumulate = p->beta != 0.0f,
+        .accumulate = p->beta != 0.0f && !separate,
         .bias = p->bias, .bias_per_row = p->bias_per_row,
         .activation = p->activation,
-        .residual = NULL, .ld_residual = 0,
+        .residual = separate ? p->residual : NULL, .ld_residual = separate ? p->ldy : 0,
     };
     mvrt_cpu_gemm_batched(&g, p->batch, p->batch_stride_a, p->batch_stride_b,
-                          p->batch_stride_y, 0, threads);
+                          p->batch_stride_y, separate ? p->batch_stride_y : 0, threads);
 }

@@ -21,8 +21,10 @@ void mvrt_ref_linear(const mvrt_linear_params_t *p, double *out)
                     s += p->bias[p->bias_per_row ? m : n];
                 s = mvrt_ref_activation(p->activation, s);
                 const int64_t i = yoff + m * p->ldy + n;
-                /* beta is 0 or 1; beta = 0 never reads Y (it may hold NaN). */
-                out[i] = p->beta != 0.0f ? (double)p->beta * p->Y[i] + s : s;
+                /* beta is 0 or 1; beta = 0 never reads Y (it may hold NaN);
+                 * a residual replaces Y's own contents */
+                const float *src = p->residual ? p->residual : p->Y;
+                out[i] = p->beta != 0.0f ? (double)p->beta * src[i] + s : s;
             }
         }
     }

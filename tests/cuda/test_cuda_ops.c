@@ -517,6 +517,7 @@ typedef struct lcase {
     float beta;
     int math;
     int64_t sample; /* 0: check everything; else rows per sampled block */
+    int residual;   /* with beta 1: onto a separate residual (Y starts as NaN: never read) */
 } lcase_t;
 
 static void case_linear(const lcase_t *c)
@@ -531,8 +532,10 @@ static void case_linear(const lcase_t *c)
     const int64_t sa = c->share_a ? 0 : ra * lda + 3, sb = c->share_b ? 0 : rb * ldb + 1, sy = c->M * ldy + 5;
     const int64_t na = c->share_a ? ra * lda : c->batch * sa, nb = c->share_b ? rb * ldb : c->batch * sb;
     buf_t A = buf_rand(na, -1.0, 1.0), B = buf_rand(nb, -1.0, 1.0);
-    buf_t Y = buf_out(c->batch * sy);
-    if (c->beta != 0.f) {
+    buf_t Y = buf_out(c->batch * sy), R = {0, 0, 0};
+    if (c->residual) {
+        R = buf_rand(c->batch * sy, -1.0, 1.0);
+    } else if (c->beta != 0.f) {
         for (int64_t i = 0; i < Y.n; i++) Y.h[i] = (float)tu_uniform(-1.0, 1.0);
         buf_upload(&Y);
     }
@@ -548,8 +551,10 @@ static void case_linear(const lcase_t *c)
     l->Y = Y.h; l->ldy = ldy; l->batch_stride_y = sy;
     l->bias = c->bias ? bias.h : NULL; l->bias_per_row = c->bias == 2;
     l->activation = c->act; l->beta = c->beta; l->math = c->math;
+    l->residual = c->residual ? R.h : NULL;
     pd = ph;
     pd.u.linear.A = A.d; pd.u.linear.B = B.d; pd.u.linear.Y = Y.d; pd.u.linear.bias = c->bias ? bias.d : NULL;
+    pd.u.linear.residual = c->residual ? (const float *)R.d : NULL;
     double *ref = ref_new(Y.n);
     if (!c->sample) {
         mvrt_ref_op_run(&ph, ref);
@@ -567,6 +572,7 @@ static void case_linear(const lcase_t *c)
                 s->A = A.h + b * sa + (c->ta ? r0 : r0 * lda);
                 s->B = B.h + b * sb;
                 s->Y = Y.h + b * sy + r0 * ldy;
+                if (c->residual) s->residual = R.h + b * sy + r0 * ldy;
                 if (c->bias == 2) s->bias = bias.h + r0;
                 mvrt_ref_op_run(&q, ref + b * sy + r0 * ldy);
             }
@@ -583,6 +589,7 @@ static void case_linear(const lcase_t *c)
     free(ref);
     buf_free(&A); buf_free(&B); buf_free(&Y);
     if (c->bias) buf_free(&bias);
+    if (c->residual) buf_free(&R);
 }
 
 /* ---------------------------------------------------------------- dwconv1d */
@@ -835,7 +842,7 @@ static void case_graph(void)
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,
-                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f};
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL};
     size_t bytes = 0;
     TU_CHECK(vt->op_scratch_size(dev, &c, &bytes));
     void *scratch = NULL;
@@ -872,91 +879,104 @@ enum { NONE = MVRT_ACT_NONE, RELU = MVRT_ACT_RELU, GELU = MVRT_ACT_GELU_ERF, GEL
 enum { FP32 = MVRT_MATH_FP32, FAST = MVRT_MATH_FAST, BF16 = MVRT_MATH_BF16 };
 
 static const lcase_t linear_cases[] = {
-    /* name                          batch   M     N    K  ta tb pa pb py sa sb bias act  beta math sample */
-    {"linear_1x1x1",                     1,   1,    1,   1, 0, 0, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    {"linear_nn_odd",                    1,   3,    5,   7, 0, 0, 1, 2, 3, 0, 0, 1, RELU, 0, FP32, 0},
-    {"linear_nt_weight_gelu",            1, 130,   97, 129, 0, 1, 0, 3, 0, 0, 0, 1, GELU, 0, FP32, 0},
-    {"linear_tn_rowbias_silu",           2,  33,   65,  17, 1, 0, 2, 0, 1, 0, 0, 2, SILU, 0, FP32, 0},
-    {"linear_tt_gelutanh",               3,  70,   31,  45, 1, 1, 0, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0},
-    {"linear_batch_shared_a",            4,  19,   40, 200, 0, 1, 0, 0, 0, 1, 0, 0, NONE, 0, FP32, 0},
-    {"linear_batch_shared_b",            5,  64,   64,  64, 0, 1, 0, 0, 0, 0, 1, 1, NONE, 0, FP32, 0},
-    {"linear_beta1_residual",            2, 129,  130,  33, 0, 1, 0, 0, 4, 0, 0, 1, NONE, 1, FP32, 0},
-    {"linear_beta1_nobias_tn",           1,  47,    9, 300, 1, 0, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0},
-    {"linear_K1",                        2,  10,   12,   1, 0, 0, 0, 0, 0, 0, 0, 2, RELU, 0, FP32, 0},
-    {"linear_M1_head",                   1,   1, 1000, 640, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    {"linear_N1",                        1, 257,    1,  80, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 0},
-    {"linear_fast_nt",                   1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 0},
-    {"linear_fast_batch_tn_beta1",       3,  65,   33, 129, 1, 0, 1, 0, 0, 0, 0, 0, NONE, 1, FAST, 0},
-    {"linear_mv_fc1_256x196",            1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 64},
-    {"linear_mv_fc2_beta1_256x196",      1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 64},
-    {"linear_mv_fc1_fast",               1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 64},
+    /* name                          batch   M     N    K  ta tb pa pb py sa sb bias act  beta math sample residual */
+    {"linear_1x1x1",                     1,   1,    1,   1, 0, 0, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0, 0},
+    {"linear_nn_odd",                    1,   3,    5,   7, 0, 0, 1, 2, 3, 0, 0, 1, RELU, 0, FP32, 0, 0},
+    {"linear_nt_weight_gelu",            1, 130,   97, 129, 0, 1, 0, 3, 0, 0, 0, 1, GELU, 0, FP32, 0, 0},
+    {"linear_tn_rowbias_silu",           2,  33,   65,  17, 1, 0, 2, 0, 1, 0, 0, 2, SILU, 0, FP32, 0, 0},
+    {"linear_tt_gelutanh",               3,  70,   31,  45, 1, 1, 0, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0, 0},
+    {"linear_batch_shared_a",            4,  19,   40, 200, 0, 1, 0, 0, 0, 1, 0, 0, NONE, 0, FP32, 0, 0},
+    {"linear_batch_shared_b",            5,  64,   64,  64, 0, 1, 0, 0, 0, 0, 1, 1, NONE, 0, FP32, 0, 0},
+    {"linear_beta1_residual",            2, 129,  130,  33, 0, 1, 0, 0, 4, 0, 0, 1, NONE, 1, FP32, 0, 0},
+    {"linear_beta1_nobias_tn",           1,  47,    9, 300, 1, 0, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0, 0},
+    {"linear_K1",                        2,  10,   12,   1, 0, 0, 0, 0, 0, 0, 0, 2, RELU, 0, FP32, 0, 0},
+    {"linear_M1_head",                   1,   1, 1000, 640, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0, 0},
+    {"linear_N1",                        1, 257,    1,  80, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 0, 0},
+    {"linear_fast_nt",                   1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 0, 0},
+    {"linear_fast_batch_tn_beta1",       3,  65,   33, 129, 1, 0, 1, 0, 0, 0, 0, 0, NONE, 1, FAST, 0, 0},
+    {"linear_mv_fc1_256x196",            1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 64, 0},
+    {"linear_mv_fc2_beta1_256x196",      1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 64, 0},
+    {"linear_mv_fc1_fast",               1, 50176, 1280, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FAST, 64, 0},
     /* batch-1 shapes with few output tiles and a long K: split-K on cuBLAS
      * (S = 16, 8, 8, 16 on a 132-SM H100), every transposition, padding,
      * row bias, beta = 1 */
-    {"linear_splitk_b1_fc2_beta1",       1, 196,  320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
-    {"linear_splitk_tn_pad_rowbias",     1, 100,   60,  512, 1, 0, 3, 2, 1, 0, 0, 2, SILU, 0, FP32, 0},
-    {"linear_splitk_tt_gelu",            1,  49,  640,  640, 1, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 0},
-    {"linear_splitk_fast_nt",            1, 196,  320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FAST, 0},
+    {"linear_splitk_b1_fc2_beta1",       1, 196,  320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0, 0},
+    {"linear_splitk_tn_pad_rowbias",     1, 100,   60,  512, 1, 0, 3, 2, 1, 0, 0, 2, SILU, 0, FP32, 0, 0},
+    {"linear_splitk_tt_gelu",            1,  49,  640,  640, 1, 1, 0, 0, 0, 0, 0, 1, GELU, 0, FP32, 0, 0},
+    {"linear_splitk_fast_nt",            1, 196,  320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FAST, 0, 0},
     /* every (ta, tb) with leading dimensions and batch strides of whole
      * float4s: the 3xTF32 tensor-core path of fp32 GEMMs on sm_80+ (the
      * unaligned cases above decline it and run cuBLAS SGEMM) */
-    {"linear_3xtf32_nn_rowbias",         2,  96,   68, 132, 0, 0, 0, 0, 0, 0, 0, 2, RELU, 0, FP32, 0},
-    {"linear_3xtf32_tn_beta1_pad",       3,  68,   40, 200, 1, 0, 4, 4, 4, 0, 0, 1, NONE, 1, FP32, 0},
-    {"linear_3xtf32_tt_outproj_beta1",   4, 196,  320, 320, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0},
+    {"linear_3xtf32_nn_rowbias",         2,  96,   68, 132, 0, 0, 0, 0, 0, 0, 0, 2, RELU, 0, FP32, 0, 0},
+    {"linear_3xtf32_tn_beta1_pad",       3,  68,   40, 200, 1, 0, 4, 4, 4, 0, 0, 1, NONE, 1, FP32, 0, 0},
+    {"linear_3xtf32_tt_outproj_beta1",   4, 196,  320, 320, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0, 0},
     /* NT, batch 1, beta 0 with a per-column bias and GELU (erf) or none:
      * fused into the 3xTF32 GEMM's epilogue (also fc1 and the head above) */
-    {"linear_3xtf32_nt_gelu_nobias",     1,  68,   36,  96, 0, 1, 0, 0, 0, 0, 0, 0, GELU, 0, FP32, 0},
-    {"linear_3xtf32_nt_bias_pad",        1, 132,   72, 200, 0, 1, 4, 4, 8, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_3xtf32_nt_gelu_nobias",     1,  68,   36,  96, 0, 1, 0, 0, 0, 0, 0, 0, GELU, 0, FP32, 0, 0},
+    {"linear_3xtf32_nt_bias_pad",        1, 132,   72, 200, 0, 1, 4, 4, 8, 0, 0, 1, NONE, 0, FP32, 0, 0},
     /* NT, batch 1, beta 1 with a per-column bias (fc2, proj): the bias is
      * a broadcast vector in the 3xTF32 GEMM's epilogue on top of Y (also
      * linear_mv_fc2_beta1_256x196 above) */
-    {"linear_3xtf32_nt_beta1_bias_pad",  1, 132,   72, 200, 0, 1, 4, 4, 8, 0, 0, 1, NONE, 1, FP32, 0},
-    {"linear_3xtf32_nt_beta1_bias_M3",   1,   3,   20,  36, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
-    {"linear_3xtf32_nn_M320_wide",       1, 320, 12544, 1440, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 64},
-    {"linear_3xtf32_nt_shared_a_K4100",  2,  36,   44, 4100, 0, 1, 0, 0, 0, 1, 0, 1, GELU, 0, FP32, 0},
+    {"linear_3xtf32_nt_beta1_bias_pad",  1, 132,   72, 200, 0, 1, 4, 4, 8, 0, 0, 1, NONE, 1, FP32, 0, 0},
+    {"linear_3xtf32_nt_beta1_bias_M3",   1,   3,   20,  36, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0, 0},
+    {"linear_3xtf32_nn_M320_wide",       1, 320, 12544, 1440, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 64, 0},
+    {"linear_3xtf32_nt_shared_a_K4100",  2,  36,   44, 4100, 0, 1, 0, 0, 0, 1, 0, 1, GELU, 0, FP32, 0, 0},
     /* few output tiles in fp32: the cluster GEMM on sm_90+ (split-K over
      * a thread-block cluster, S = 8 / 8 / 4 / 2 / 2 / 8 / 8 slices on a
      * 132-SM device; 16-byte copies where rows allow, 4-byte otherwise;
      * slices partly or wholly past K; slices of at most 64 k, staged
      * whole) */
-    {"linear_cluster_b1_inproj",         1, 196,  320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    {"linear_cluster_s4_beta1_K512",     1,  49,  640,  512, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0},
-    {"linear_cluster_tt_ld49",           1,  49,   36,  160, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 0, FP32, 0},
-    {"linear_cluster_nn_K72_rowbias",    1, 160,  196,   72, 0, 0, 0, 0, 0, 0, 0, 2, SILU, 0, FP32, 0},
-    {"linear_cluster_uneven_slices_pad", 1,  70,  130,  100, 0, 1, 3, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0},
-    {"linear_cluster_tn_batch3_K500",    3,  65,   33,  500, 1, 0, 0, 4, 0, 0, 1, 2, NONE, 1, FP32, 0},
-    {"linear_cluster_conv_nn_K264",      1, 160,  392,  264, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 0},
+    {"linear_cluster_b1_inproj",         1, 196,  320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0, 0},
+    {"linear_cluster_s4_beta1_K512",     1,  49,  640,  512, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0, 0},
+    {"linear_cluster_tt_ld49",           1,  49,   36,  160, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 0, FP32, 0, 0},
+    {"linear_cluster_nn_K72_rowbias",    1, 160,  196,   72, 0, 0, 0, 0, 0, 0, 0, 2, SILU, 0, FP32, 0, 0},
+    {"linear_cluster_uneven_slices_pad", 1,  70,  130,  100, 0, 1, 3, 1, 2, 0, 0, 1, GELUT, 0, FP32, 0, 0},
+    {"linear_cluster_tn_batch3_K500",    3,  65,   33,  500, 1, 0, 0, 4, 0, 0, 1, 2, NONE, 1, FP32, 0, 0},
+    {"linear_cluster_conv_nn_K264",      1, 160,  392,  264, 0, 0, 0, 0, 0, 0, 0, 2, GELU, 0, FP32, 0, 0},
     /* slices of 65..192 k: the chunked cluster GEMM (32-k chunks, fp32
      * sums; S = 8 here): fc2-like K = 1280, the stage-4 K = 640 at batch
      * 2 with beta 1, every layout, 4-byte copies (padded rows), a last
      * slice shorter than its chunks; K = 2560 would need 320-long slices
      * and takes the vendor path */
-    {"linear_cluster_chunked_K1280",     1,  64,   64, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    {"linear_cluster_chunked_tn_b2_K640", 2,  49,  160,  640, 1, 0, 0, 0, 0, 0, 1, 1, NONE, 1, FP32, 0},
-    {"linear_cluster_chunked_tt_K700_pad", 1, 49,  100,  700, 1, 1, 1, 3, 0, 0, 0, 2, GELU, 0, FP32, 0},
-    {"linear_cluster_chunked_nn_K1100",  1,  70,   90, 1100, 0, 0, 0, 0, 0, 0, 0, 1, SILU, 0, FP32, 0},
-    {"linear_cluster_K2560_declines",    1,  49,   64, 2560, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
+    {"linear_cluster_chunked_K1280",     1,  64,   64, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0, 0},
+    {"linear_cluster_chunked_tn_b2_K640", 2,  49,  160,  640, 1, 0, 0, 0, 0, 0, 1, 1, NONE, 1, FP32, 0, 0},
+    {"linear_cluster_chunked_tt_K700_pad", 1, 49,  100,  700, 1, 1, 1, 3, 0, 0, 0, 2, GELU, 0, FP32, 0, 0},
+    {"linear_cluster_chunked_nn_K1100",  1,  70,   90, 1100, 0, 0, 0, 0, 0, 0, 0, 1, SILU, 0, FP32, 0, 0},
+    {"linear_cluster_K2560_declines",    1,  49,   64, 2560, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0, 0},
     /* K <= 64 with at most 2^20 outputs: the fused SIMT kernel (fp32 FMA
      * chains) on every GEMM path; MambaVision's batch-1 dt_proj (stage 3
      * and 4 shapes), K = 1, every layout with padded rows, shared
      * operands, beta 1 and a row bias; 2^20 + outputs take the GEMM paths */
-    {"linear_smallk_dtproj_b1",          1, 196,  160,   20, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    {"linear_smallk_dtproj_s4_nn_K40",   1, 320,   49,   40, 0, 0, 0, 0, 0, 0, 0, 2, NONE, 0, FP32, 0},
-    {"linear_smallk_K1_tt_pad",          1,  37,   70,    1, 1, 1, 3, 2, 5, 0, 0, 2, SILU, 0, FP32, 0},
-    {"linear_smallk_tn_b3_beta1",        3,  65,   33,   32, 1, 0, 1, 0, 2, 1, 0, 2, GELU, 1, FP32, 0},
-    {"linear_smallk_nn_fast_shared_b",   2,  50,   90,   17, 0, 0, 0, 3, 0, 0, 1, 1, NONE, 0, FAST, 0},
-    {"linear_smallk_K32_over_2p20",      1, 1025, 1024,  32, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FP32, 64},
+    {"linear_smallk_dtproj_b1",          1, 196,  160,   20, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0, 0},
+    {"linear_smallk_dtproj_s4_nn_K40",   1, 320,   49,   40, 0, 0, 0, 0, 0, 0, 0, 2, NONE, 0, FP32, 0, 0},
+    {"linear_smallk_K1_tt_pad",          1,  37,   70,    1, 1, 1, 3, 2, 5, 0, 0, 2, SILU, 0, FP32, 0, 0},
+    {"linear_smallk_tn_b3_beta1",        3,  65,   33,   32, 1, 0, 1, 0, 2, 1, 0, 2, GELU, 1, FP32, 0, 0},
+    {"linear_smallk_nn_fast_shared_b",   2,  50,   90,   17, 0, 0, 0, 3, 0, 0, 1, 1, NONE, 0, FAST, 0, 0},
+    {"linear_smallk_K32_over_2p20",      1, 1025, 1024,  32, 0, 1, 0, 0, 0, 0, 0, 1, GELUT, 0, FP32, 64, 0},
     /* M <= 8 rows times a PyTorch weight (tb), K >= 128: one warp per
      * output column on every GEMM path; the batch-1 head, padded rows
      * (4-byte loads) with beta 1 and a row bias, fast math at batch 3
      * with a shared weight */
-    {"linear_rows_head_b1",              1,   1, 1000,  640, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0},
-    {"linear_rows_M7_pad_beta1",         2,   7,  300,  130, 0, 1, 1, 2, 3, 0, 0, 2, GELU, 1, FP32, 0},
-    {"linear_rows_M3_shared_b_fast",     3,   3,   77,  256, 0, 1, 0, 0, 0, 0, 1, 1, SILU, 0, FAST, 0},
-    {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0},
-    {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0},
-    {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0},
-    {"linear_bf16_mv_fc2_beta1",         1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 64},
+    {"linear_rows_head_b1",              1,   1, 1000,  640, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, FP32, 0, 0},
+    {"linear_rows_M7_pad_beta1",         2,   7,  300,  130, 0, 1, 1, 2, 3, 0, 0, 2, GELU, 1, FP32, 0, 0},
+    {"linear_rows_M3_shared_b_fast",     3,   3,   77,  256, 0, 1, 0, 0, 0, 0, 1, 1, SILU, 0, FAST, 0, 0},
+    {"linear_bf16_nt_bias_gelu",         1, 200,  150, 320, 0, 1, 0, 0, 0, 0, 0, 1, GELU, 0, BF16, 0, 0},
+    {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0, 0},
+    {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0, 0},
+    {"linear_bf16_mv_fc2_beta1",         1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 64, 0},
+    /* beta 1 onto a separate residual (a block graph's projections onto
+     * its input, no copy first) on every GEMM path: the cluster GEMM
+     * (out_proj, channel-major A; proj with a bias), the vendor GEMM plus
+     * epilogue (batch 4, batch 256 sampled, fast, bf16), the small-K and
+     * row kernels */
+    {"linear_residual_cluster_outproj",  1, 196,  320,  320, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 1, FP32, 0, 1},
+    {"linear_residual_cluster_proj_bias", 1, 196, 320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 0, 1},
+    {"linear_residual_outproj_b4_pad",   4, 196,  320,  320, 1, 1, 0, 0, 4, 0, 0, 0, NONE, 1, FP32, 0, 1},
+    {"linear_residual_proj_256x196",     1, 50176, 320, 320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, FP32, 64, 1},
+    {"linear_residual_fast_tn",          3,  65,   33,  129, 1, 0, 1, 0, 0, 0, 0, 0, NONE, 1, FAST, 0, 1},
+    {"linear_residual_bf16_nt_bias",     2, 200,  150,  320, 0, 1, 0, 0, 2, 0, 0, 1, NONE, 1, BF16, 0, 1},
+    {"linear_residual_smallk_tn_b3",     3,  65,   33,   32, 1, 0, 1, 0, 2, 1, 0, 2, NONE, 1, FP32, 0, 1},
+    {"linear_residual_rows_M7_pad",      2,   7,  300,  130, 0, 1, 1, 2, 3, 0, 0, 2, NONE, 1, FP32, 0, 1},
 };
 
 static const ccase_t conv_cases[] = {

@@ -104,7 +104,7 @@ typedef struct lin_case {
     int64_t ldy_pad, gap;  /* ldy = N + ldy_pad; gap floats between items */
     int bias;              /* 0 none, 1 per column, 2 per row */
     int act;
-    int beta;
+    int beta;              /* 0, 1, or 2: 1 with a separate residual */
     int threads;
 } lin_case_t;
 
@@ -122,6 +122,7 @@ static void run_linear(const lin_case_t *c, const char *kernel)
     const int64_t ny = (c->batch - 1) * sy + c->M * ldy;
     float *A = xmalloc((size_t)na * sizeof(float)), *B = xmalloc((size_t)nb * sizeof(float));
     float *Y = xmalloc((size_t)ny * sizeof(float)), *Y0 = xmalloc((size_t)ny * sizeof(float));
+    float *R = c->beta == 2 ? xmalloc((size_t)ny * sizeof(float)) : NULL;
     const int64_t nbias = c->bias == 2 ? c->M : c->N;
     float *bias = xmalloc((size_t)nbias * sizeof(float));
     double *ref = xmalloc((size_t)ny * sizeof(double));
@@ -129,11 +130,13 @@ static void run_linear(const lin_case_t *c, const char *kernel)
     fill(A, na, 1.0f);
     fill(B, nb, 0.5f);
     fill(bias, nbias, 1.0f);
-    if (c->beta)
+    if (c->beta == 1)
         fill(Y, ny, 2.0f);
     else
         for (int64_t i = 0; i < ny; i++)
-            Y[i] = NAN; /* beta = 0 must not read Y */
+            Y[i] = NAN; /* beta = 0, or a separate residual: must not read Y */
+    if (R)
+        fill(R, ny, 2.0f);
     memcpy(Y0, Y, (size_t)ny * sizeof(float));
     memset(written, 0, (size_t)ny);
     for (int64_t b = 0; b < c->batch; b++)
@@ -163,7 +166,8 @@ static void run_linear(const lin_case_t *c, const char *kernel)
     p->bias = c->bias ? bias : NULL;
     p->bias_per_row = c->bias == 2;
     p->activation = c->act;
-    p->beta = (float)c->beta;
+    p->beta = c->beta ? 1.0f : 0.0f;
+    p->residual = R;
     p->math = MVRT_MATH_FP32;
 
     if (mvrt_ref_op_run(&op, ref) != 0 || mvrt_cpu_op_run(&op, c->threads) != 0) {
@@ -183,6 +187,7 @@ static void run_linear(const lin_case_t *c, const char *kernel)
     free(B);
     free(Y);
     free(Y0);
+    free(R);
     free(bias);
     free(ref);
     free(written);
@@ -203,6 +208,9 @@ static void linear_cases(const char *kernel)
         for (int bias = 0; bias < 3; bias++) {
             lin_case_t c = {3, 13, 17, 29, t >> 1, t & 1, t == 1, t == 2, 2, 1, bias, 0, 1,
                             1 + (bias & 1)};
+            run_linear(&c, kernel);
+            /* the same onto a separate residual (Y is NaN: never read) */
+            c.beta = 2;
             run_linear(&c, kernel);
         }
     /* Sizes 1, K = 1, and sizes around the register tile (6 x 8/16/32). */
@@ -231,6 +239,8 @@ static void linear_cases(const char *kernel)
     }
     {
         lin_case_t c = {1, 196, 160, 640, 0, 1, 1, 0, 0, 0, 1, 0, 1, 2};
+        run_linear(&c, kernel);
+        c.beta = 2; /* a block graph's projection onto its input */
         run_linear(&c, kernel);
     }
     {
