@@ -23,6 +23,8 @@
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
  *   MVRT_CUDA_SCAN_PATH=wscan    the warp-scan forward for every problem it supports
  *   MVRT_CUDA_SCAN_WSCAN=0       no warp-scan forward (the paths it replaced)
+ *   MVRT_CUDA_SCAN_WSCAN_FAST=0  the warp-scan forward's general kernel also
+ *                                where its fp32 unit-stride form applies
  *   MVRT_CUDA_SCAN_PATH=staged   the staged forward for every problem it supports
  *                                and the staged backward (by default not for few rows)
  *   MVRT_CUDA_SCAN_PATH=staged-chunks / staged-whole   only that mode of it
@@ -62,6 +64,7 @@ struct knobs {
     int force_lanes;
     int force_wscan;
     int wscan_off;
+    int wscan_fast_off;
     int force_staged;
     int staged_off;
     int staged_rows;
@@ -101,6 +104,8 @@ const knobs &get_knobs()
         v.staged_bwd_off = s && strcmp(s, "0") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_WSCAN");
         v.wscan_off = s && strcmp(s, "0") == 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_WSCAN_FAST");
+        v.wscan_fast_off = s && strcmp(s, "0") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_T");
         v.bwd_t = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_LPR");
@@ -202,7 +207,7 @@ static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_
 extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
-    if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, s);
+    if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, !get_knobs().wscan_fast_off, s);
     {
         /* a plan (mode != 0) always fits t->smem_limit */
         const staged_config c = staged_cfg_for(p, t);

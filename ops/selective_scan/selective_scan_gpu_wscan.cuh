@@ -140,9 +140,128 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_kernel
     }
 }
 
-template <typename Tin>
-static mvrt_gpu_error_t launch_fwd_wscan_typed(const mvrt_scan_params_t &p, mvrt_gpu_stream_t s)
+/* The same kernel for the common layout (MambaVision's mixer): fp32,
+ * unit L-strides of u, delta, B, C and out, variable B and C, no z and no
+ * last_state, every offset below 2^31. Why: the general kernel spends
+ * most of its ~1 440 instructions per warp (ncu, T stage 3 at batch 1:
+ * 160 rows, L 196, N 8; 8.1 us) on 64-bit index arithmetic, branches
+ * around every guarded load and parameter loads; here each operand's
+ * row is one pointer computed once (the steps are immediate offsets) and
+ * the guarded loads are predicated. The arithmetic is the general
+ * kernel's, in the same order: bitwise the same results. NS: states per
+ * group (1: N <= 8, 2: N <= 16). */
+static inline bool wscan_fast_supported(const mvrt_scan_params_t &p)
 {
+    const int64_t lim = INT32_MAX;
+    const int64_t L = p.seqlen, dpg = p.groups > 0 ? p.dim / p.groups : 0;
+    auto span3 = [&](const mvrt_scan_operand_t &o) {
+        return o.stride[0] >= 0 && o.stride[1] >= 0 && (p.batch - 1) * o.stride[0] + (p.dim - 1) * o.stride[1] + L <= lim;
+    };
+    auto span4 = [&](const mvrt_scan_operand_t &o) {
+        return o.stride[0] >= 0 && o.stride[1] >= 0 && o.stride[2] >= 0 &&
+               (p.batch - 1) * o.stride[0] + (p.groups - 1) * o.stride[1] + (p.dstate - 1) * o.stride[2] + L <= lim;
+    };
+    return wscan_path_supported(p) && p.input_dtype == MVRT_SCAN_F32 && p.groups >= 1 && dpg >= 1 &&
+           p.b_variable && p.c_variable && !p.z.data && !p.last_state.data && p.u.stride[2] == 1 &&
+           p.delta.stride[2] == 1 && p.B.stride[3] == 1 && p.C.stride[3] == 1 && p.out.stride[2] == 1 &&
+           span3(p.u) && span3(p.delta) && span3(p.out) && span4(p.B) && span4(p.C);
+}
+
+template <int NS>
+__global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_kernel(const mvrt_scan_params_t p)
+{
+    constexpr int TM = MVRT_SCAN_WSCAN_T, G = MVRT_SCAN_WSCAN_GROUPS;
+    __shared__ float ys[G][MVRT_SCAN_WSCAN_L_MAX];
+    const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5;
+    const int L = (int)p.seqlen, N = (int)p.dstate, T = (L + 31) / 32, l0 = lane * T;
+    const int ng = N < G ? N : G; /* groups holding states */
+    const int dim = (int)p.dim, rows = (int)(p.batch * p.dim), dpg = (int)(p.dim / p.groups);
+    const bool sp = p.delta_softplus != 0;
+    const int sB = (int)p.B.stride[2], sC = (int)p.C.stride[2];
+    for (int row = (int)blockIdx.x; row < rows; row += (int)gridDim.x) {
+        const int b = row / dim, d = row - b * dim, g = d / dpg;
+        const float *u = (const float *)p.u.data + (int)(b * p.u.stride[0] + d * p.u.stride[1]) + l0;
+        const float *dt = (const float *)p.delta.data + (int)(b * p.delta.stride[0] + d * p.delta.stride[1]) + l0;
+        const float *Bp = (const float *)p.B.data + (int)(b * p.B.stride[0] + g * p.B.stride[1]) + l0;
+        const float *Cp = (const float *)p.C.data + (int)(b * p.C.stride[0] + g * p.C.stride[1]) + l0;
+        float uv[TM], dl[TM], y[TM], bv[NS][TM], cv[NS][TM];
+        bool on[TM];
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            on[i] = i < T && l0 + i < L;
+            uv[i] = on[i] ? u[i] : 0.f;
+            dl[i] = on[i] ? dt[i] : 0.f;
+#pragma unroll
+            for (int q = 0; q < NS; ++q) {
+                const int n = grp + q * G;
+                const bool ok = on[i] && n < N;
+                bv[q][i] = ok ? Bp[n * sB + i] : 0.f;
+                cv[q][i] = ok ? Cp[n * sC + i] : 0.f;
+            }
+        }
+        const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+        const float Dv = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const float v = dl[i] + bias;
+            dl[i] = on[i] ? (sp ? softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
+            y[i] = grp == 0 ? Dv * uv[i] : 0.f;
+        }
+#pragma unroll
+        for (int q = 0; q < NS; ++q) {
+            const int n = grp + q * G;
+            if (n >= N) break;
+            const float A2 = ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E;
+            float av[TM], pa = 1.f, pb = 0.f;
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                av[i] = exp2f(dl[i] * A2);
+                bv[q][i] *= dl[i] * uv[i];
+                pb = av[i] * pb + bv[q][i];
+                pa *= av[i];
+            }
+            /* inclusive scan of the lanes' maps, earlier lanes first */
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+                if (lane >= o) pb = pa * qb + pb, pa *= qa;
+            }
+            float hs = MVRT_SHFL(pb, (lane - 1) & 31, 32);
+            if (lane == 0) hs = 0.f;
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                hs = av[i] * hs + bv[q][i];
+                y[i] += cv[q][i] * hs;
+            }
+        }
+        if (grp < ng) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+                if (on[i]) ys[grp][l0 + i] = y[i];
+        }
+        __syncthreads();
+        float *out = (float *)p.out.data + (int)(b * p.out.stride[0] + d * p.out.stride[1]);
+        for (int l = threadIdx.x; l < L; l += MVRT_SCAN_WSCAN_THREADS) {
+            float v = ys[0][l];
+            for (int w = 1; w < ng; ++w) v += ys[w][l];
+            out[l] = v;
+        }
+        __syncthreads(); /* ys is free for the next row */
+    }
+}
+
+/* allow_fast: the fp32 form where it applies (the launcher's knob can
+ * keep the general kernel, which tests and benchmarks compare) */
+template <typename Tin>
+static mvrt_gpu_error_t launch_fwd_wscan_typed(const mvrt_scan_params_t &p, bool allow_fast, mvrt_gpu_stream_t s)
+{
+    if (allow_fast && wscan_fast_supported(p)) {
+        if (p.dstate <= MVRT_SCAN_WSCAN_GROUPS)
+            scan_fwd_wscan_f32_kernel<1><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
+        else
+            scan_fwd_wscan_f32_kernel<2><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
+        return mvrt_gpu_get_last_error();
+    }
     scan_fwd_wscan_kernel<Tin><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
     return mvrt_gpu_get_last_error();
 }
