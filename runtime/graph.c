@@ -320,9 +320,11 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
 /* The mixer's token-local middle, xz -> u (MX), z (YZ rows [h, C)), dbl,
  * dt: one MVRT_OP_MIXER_PROJ where the backend takes it for these sizes
  * (the CUDA backend for few tokens: ops/mv/mixer_proj_gpu.cuh;
- * plan and emit ask the same), else the three ops it fuses. */
-static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, float *MX,
-                            float *DBL, float *DT, float *YZ)
+ * plan and emit ask the same), else the three ops it fuses. Returns 1
+ * when the op was taken: DT then holds the scan's step already (the
+ * second bias and softplus applied: dt_softplus). */
+static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, float *MX,
+                           float *DBL, float *DT, float *YZ)
 {
     const mvrt_model_config_t *cfg = &b->g->model->config;
     const int64_t h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
@@ -335,9 +337,10 @@ static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     mp->conv_x_w = weight(b, p, "mixer.conv1d_x.weight"), mp->conv_z_w = weight(b, p, "mixer.conv1d_z.weight");
     mp->x_proj_w = weight(b, p, "mixer.x_proj.weight");
     mp->dt_proj_w = weight(b, p, "mixer.dt_proj.weight"), mp->dt_bias = weight(b, p, "mixer.dt_proj.bias");
+    mp->dt_softplus = 1;
     if (backend_takes(b->g->backend, &op)) {
         add_op(b, &op);
-        return;
+        return 1;
     }
     const mvrt_mixer_proj_params_t w = *mp; /* its weights, for the three ops */
 
@@ -379,6 +382,7 @@ static void emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     l->bias = w.dt_bias, l->bias_per_row = 1;
     l->math = b->g->opt.math;
     add_op(b, &op);
+    return 0;
 }
 
 /* One mixer block over Bw sequences of L tokens: X = X_in + mixer(norm1(X_in)),
@@ -400,15 +404,16 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     const int s16 = bf16_storage(b);
     op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE, s16 ? DENSE_A16 : 0);
 
-    emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
+    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
 
-    /* The scan (the bias goes in a second time as delta_bias: spec step 5). */
+    /* The scan (the bias goes in a second time as delta_bias: spec step 5;
+     * the fused projections applied it and the softplus already). */
     gnode_t *n = add_node(b, NODE_SCAN);
     mvrt_scan_params_t *s = &n->scan;
     s->batch = Bw, s->dim = h, s->seqlen = L, s->dstate = N, s->groups = 1;
     s->input_dtype = MVRT_SCAN_F32;
     s->b_variable = s->c_variable = 1;
-    s->delta_softplus = 1;
+    s->delta_softplus = !dt_is_step;
     s->u.data = MX, s->u.stride[0] = h * L, s->u.stride[1] = L, s->u.stride[2] = 1;
     s->delta = s->u, s->delta.data = DT;
     s->A.data = (void *)weight(b, p, "mixer.A"), s->A.stride[0] = N, s->A.stride[1] = 1;
@@ -416,7 +421,8 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     s->B.stride[0] = E * L, s->B.stride[1] = 0, s->B.stride[2] = L, s->B.stride[3] = 1;
     s->C = s->B, s->C.data = DBL + (R + N) * L;
     s->D.data = (void *)weight(b, p, "mixer.D"), s->D.stride[0] = 1;
-    s->delta_bias.data = (void *)weight(b, p, "mixer.dt_proj.bias"), s->delta_bias.stride[0] = 1;
+    if (!dt_is_step)
+        s->delta_bias.data = (void *)weight(b, p, "mixer.dt_proj.bias"), s->delta_bias.stride[0] = 1;
     s->out.data = YZ, s->out.stride[0] = C * L, s->out.stride[1] = L, s->out.stride[2] = 1;
 
     /* out_proj per sequence, onto the residual: X_b (L, C) = X_in_b + YZ_b^T (L, C) . W^T */

@@ -226,13 +226,20 @@ typedef struct mvrt_affine_avgpool_params {
  * mvrt_dwconv1d_params_t; xz (Bw, L, C) row-major; u, dt (Bw, h, L); dbl
  * (Bw, E, L); yz (Bw, C, L) (rows [0, h) untouched). Weights: conv (h,
  * width) each, x_proj (E, h), dt_proj (h, R), dt_bias (h). No output
- * aliases xz or another output. */
+ * aliases xz or another output.
+ * dt_softplus = 1: dt holds the scan's step instead,
+ *   dt[b, c, l] = softplus((sum_r ... + dt_bias[c]) + dt_bias[c])
+ * (spec step 5: the bias a second time as delta_bias, then softplus, in
+ * the scan kernels' order and function), so that the scan after it takes
+ * neither delta_bias nor softplus: computed once per (token, channel)
+ * here, off the scan's serial chain. */
 typedef struct mvrt_mixer_proj_params {
     int64_t batch, length, channels, dstate, dt_rank;
     int width;
     const float *xz;
     float *u, *yz, *dbl, *dt;
     const float *conv_x_w, *conv_z_w, *x_proj_w, *dt_proj_w, *dt_bias;
+    int dt_softplus;
 } mvrt_mixer_proj_params_t;
 
 /* The MLP half of a MambaVision block, one op (GPU backends that take

@@ -47,6 +47,30 @@ static inline bool mixer_proj_fits(const mvrt_mixer_proj_params_t &p, int64_t ma
 
 #if defined(__CUDA_ARCH__) && !defined(MVRT_GPU_HIP)
 #define MVRT_MPROJ_DEVICE 1
+/* *q where ok, else 0, as one predicated load from the address as given
+ * (a row pointer plus an immediate offset): written as PTX because the
+ * compiler otherwise rebuilds the 64-bit address from the kernel
+ * parameter under each load's predicate (six instructions per load, over
+ * half of this kernel's instructions; ncu, H100) */
+/* dt_proj's output for the sum a: a + bias, or with dt_softplus the scan's
+ * step from it, softplus((a + bias) + bias), in the order and with the
+ * function the scan kernels use (selective_scan_gpu.cuh: softplusf):
+ * bitwise what the scan would compute from the stored dt */
+static __device__ __forceinline__ float mproj_dt_out(const mvrt_mixer_proj_params_t &p, float a, float bias)
+{
+    const float dt = a + bias;
+    if (!p.dt_softplus) return dt;
+    const float v = dt + bias;
+    return v <= 20.f ? log1pf(expf(v)) : v;
+}
+static __device__ __forceinline__ float mproj_ldg_if(const float *q, bool ok)
+{
+    float v = 0.f;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p ld.global.nc.f32 %0, [%1];\n\t}"
+                 : "+f"(v)
+                 : "l"(q), "r"((int)ok));
+    return v;
+}
 /* x_proj rows e0 + 8 i (i < V): each lane's partial sum acc[i] summed
  * over the 32 lanes; lane 0 stores the rows below E to the token's dbl
  * column (stride L) and the dt rows (below R) to dtr as well. */
@@ -99,16 +123,24 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
     const int t = (int)blockIdx.x, b = t / L, l = t - b * L;
     float wx[PRE ? MVRT_MPROJ_PRE_ROWS : 1][PRE ? MVRT_MPROJ_PRE_K : 1], wd[PRE ? MVRT_MPROJ_PRE_R : 1];
     if constexpr (PRE) {
+        /* one pointer per weight row, the steps along it immediate offsets,
+         * the bounds as predicates computed once (per-load index arithmetic
+         * and guards were over half of the kernel's instructions) */
+        bool kok[MVRT_MPROJ_PRE_K];
 #pragma unroll
-        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i)
+        for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) kok[j] = lane + 32 * j < h;
 #pragma unroll
-            for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) {
-                const int e = warp + i * MVRT_MPROJ_WARPS, k = lane + 32 * j;
-                wx[i][j] = e < E && k < h ? __ldg(p.x_proj_w + e * h + k) : 0.f;
-            }
+        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) {
+            const int e = warp + i * MVRT_MPROJ_WARPS;
+            const bool rok = e < E;
+            const float *w = p.x_proj_w + (rok ? e * h : 0) + lane;
+#pragma unroll
+            for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) wx[i][j] = mproj_ldg_if(w + 32 * j, rok && kok[j]);
+        }
         const int ch = threadIdx.x;
+        const float *wr = p.dt_proj_w + (ch < h ? ch * R : 0);
 #pragma unroll
-        for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r) wd[r] = ch < h && r < R ? __ldg(p.dt_proj_w + ch * R + r) : 0.f;
+        for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r) wd[r] = mproj_ldg_if(wr + r, ch < h && r < R);
     }
     /* conv1d + SiLU of both halves: every tap's load issued before the sum */
 #pragma unroll 2
@@ -155,7 +187,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
 #pragma unroll
             for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r)
                 if (r < R) a += wd[r] * dtr[r];
-            p.dt[(b * h + ch) * L + l] = a + __ldg(p.dt_bias + ch);
+            p.dt[(b * h + ch) * L + l] = mproj_dt_out(p, a, __ldg(p.dt_bias + ch));
         }
     } else {
         /* x_proj: warp w takes rows w, w + 8, w + 16, w + 24 of each group of 32 */
@@ -178,7 +210,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
             float acc = 0.f;
 #pragma unroll 8
             for (int r = 0; r < R; ++r) acc += __ldg(w + r) * dtr[r];
-            p.dt[(b * h + ch) * L + l] = acc + __ldg(p.dt_bias + ch);
+            p.dt[(b * h + ch) * L + l] = mproj_dt_out(p, acc, __ldg(p.dt_bias + ch));
         }
     }
 #else
