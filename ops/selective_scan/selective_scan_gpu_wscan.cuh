@@ -46,6 +46,58 @@ static inline bool wscan_path_preferred(const mvrt_scan_params_t &p, int sm_coun
     return wscan_path_supported(p) && p.batch * p.dim <= 4 * (int64_t)sm_count;
 }
 
+/* One channel row's scan once a lane's operands are in registers (both
+ * kernels below): dl becomes the step (delta_bias, softplus), y this
+ * group's states' part of the lane's outputs (group 0 also D u), last[q]
+ * the final state of state grp + q G (the last lane's is h_{L-1}). */
+template <int NS>
+static __device__ __forceinline__ void wscan_compute(const mvrt_scan_params_t &p, int64_t d, bool sp, float bias,
+                                                     float Dv, const bool (&on)[MVRT_SCAN_WSCAN_T],
+                                                     const float (&uv)[MVRT_SCAN_WSCAN_T],
+                                                     float (&dl)[MVRT_SCAN_WSCAN_T],
+                                                     float (&bv)[NS][MVRT_SCAN_WSCAN_T],
+                                                     const float (&cv)[NS][MVRT_SCAN_WSCAN_T],
+                                                     float (&y)[MVRT_SCAN_WSCAN_T], float (&last)[NS])
+{
+    constexpr int TM = MVRT_SCAN_WSCAN_T, G = MVRT_SCAN_WSCAN_GROUPS;
+    const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, N = (int)p.dstate;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const float v = dl[i] + bias;
+        dl[i] = on[i] ? (sp ? softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
+        y[i] = grp == 0 ? Dv * uv[i] : 0.f;
+    }
+#pragma unroll
+    for (int q = 0; q < NS; ++q) {
+        last[q] = 0.f;
+        const int n = grp + q * G;
+        if (n >= N) break;
+        const float A2 = ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E;
+        float av[TM], pa = 1.f, pb = 0.f;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            av[i] = exp2f(dl[i] * A2);
+            bv[q][i] *= dl[i] * uv[i];
+            pb = av[i] * pb + bv[q][i];
+            pa *= av[i];
+        }
+        /* inclusive scan of the lanes' maps, earlier lanes first */
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+            if (lane >= o) pb = pa * qb + pb, pa *= qa;
+        }
+        float hs = MVRT_SHFL(pb, (lane - 1) & 31, 32);
+        if (lane == 0) hs = 0.f;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            hs = av[i] * hs + bv[q][i];
+            y[i] += cv[q][i] * hs;
+        }
+        last[q] = hs;
+    }
+}
+
 template <typename Tin>
 __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_kernel(const mvrt_scan_params_t p)
 {
@@ -83,42 +135,16 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_kernel
         }
         const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
         const float Dv = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+        float last[2];
+        wscan_compute<2>(p, d, sp, bias, Dv, on, uv, dl, bv, cv, y, last);
+        if (lane == 31 && p.last_state.data)
 #pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const float v = dl[i] + bias;
-            dl[i] = on[i] ? (sp ? softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
-            y[i] = grp == 0 ? Dv * uv[i] : 0.f;
-        }
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-            const int n = grp + q * G;
-            if (n >= N) break;
-            const float A2 = ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E;
-            float av[TM], pa = 1.f, pb = 0.f;
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                av[i] = exp2f(dl[i] * A2);
-                bv[q][i] *= dl[i] * uv[i];
-                pb = av[i] * pb + bv[q][i];
-                pa *= av[i];
+            for (int q = 0; q < 2; ++q) {
+                const int n = grp + q * G;
+                if (n < N)
+                    ((float *)p.last_state.data)[b * p.last_state.stride[0] + d * p.last_state.stride[1] +
+                                                 n * p.last_state.stride[2]] = last[q];
             }
-            /* inclusive scan of the lanes' maps, earlier lanes first */
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
-                if (lane >= o) pb = pa * qb + pb, pa *= qa;
-            }
-            float hs = MVRT_SHFL(pb, (lane - 1) & 31, 32);
-            if (lane == 0) hs = 0.f;
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                hs = av[i] * hs + bv[q][i];
-                y[i] += cv[q][i] * hs;
-            }
-            if (lane == 31 && p.last_state.data)
-                ((float *)p.last_state.data)[b * p.last_state.stride[0] + d * p.last_state.stride[1] +
-                                             n * p.last_state.stride[2]] = hs;
-        }
         if (grp < ng) {
 #pragma unroll
             for (int i = 0; i < TM; ++i)
@@ -201,39 +227,8 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_ke
         }
         const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
         const float Dv = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const float v = dl[i] + bias;
-            dl[i] = on[i] ? (sp ? softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
-            y[i] = grp == 0 ? Dv * uv[i] : 0.f;
-        }
-#pragma unroll
-        for (int q = 0; q < NS; ++q) {
-            const int n = grp + q * G;
-            if (n >= N) break;
-            const float A2 = ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E;
-            float av[TM], pa = 1.f, pb = 0.f;
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                av[i] = exp2f(dl[i] * A2);
-                bv[q][i] *= dl[i] * uv[i];
-                pb = av[i] * pb + bv[q][i];
-                pa *= av[i];
-            }
-            /* inclusive scan of the lanes' maps, earlier lanes first */
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
-                if (lane >= o) pb = pa * qb + pb, pa *= qa;
-            }
-            float hs = MVRT_SHFL(pb, (lane - 1) & 31, 32);
-            if (lane == 0) hs = 0.f;
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                hs = av[i] * hs + bv[q][i];
-                y[i] += cv[q][i] * hs;
-            }
-        }
+        float last[NS];
+        wscan_compute<NS>(p, d, sp, bias, Dv, on, uv, dl, bv, cv, y, last);
         if (grp < ng) {
 #pragma unroll
             for (int i = 0; i < TM; ++i)
