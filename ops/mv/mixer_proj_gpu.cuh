@@ -22,6 +22,7 @@
 #define MVRT_OPS_MV_MIXER_PROJ_GPU_CUH
 
 #include "../common/gpu_activation.cuh"
+#include "../common/gpu_softplus.cuh"
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
 
@@ -47,22 +48,20 @@ static inline bool mixer_proj_fits(const mvrt_mixer_proj_params_t &p, int64_t ma
 
 #if defined(__CUDA_ARCH__) && !defined(MVRT_GPU_HIP)
 #define MVRT_MPROJ_DEVICE 1
+/* dt_proj's output for the sum a: a + bias, or with dt_softplus the scan's
+ * step from it, softplus((a + bias) + bias), in the order and with the
+ * function the scan kernels use: bitwise what the scan would compute from
+ * the stored dt */
+static __device__ __forceinline__ float mproj_dt_out(const mvrt_mixer_proj_params_t &p, float a, float bias)
+{
+    const float dt = a + bias;
+    return p.dt_softplus ? mvrt_softplusf(dt + bias) : dt;
+}
 /* *q where ok, else 0, as one predicated load from the address as given
  * (a row pointer plus an immediate offset): written as PTX because the
  * compiler otherwise rebuilds the 64-bit address from the kernel
  * parameter under each load's predicate (six instructions per load, over
  * half of this kernel's instructions; ncu, H100) */
-/* dt_proj's output for the sum a: a + bias, or with dt_softplus the scan's
- * step from it, softplus((a + bias) + bias), in the order and with the
- * function the scan kernels use (selective_scan_gpu.cuh: softplusf):
- * bitwise what the scan would compute from the stored dt */
-static __device__ __forceinline__ float mproj_dt_out(const mvrt_mixer_proj_params_t &p, float a, float bias)
-{
-    const float dt = a + bias;
-    if (!p.dt_softplus) return dt;
-    const float v = dt + bias;
-    return v <= 20.f ? log1pf(expf(v)) : v;
-}
 static __device__ __forceinline__ float mproj_ldg_if(const float *q, bool ok)
 {
     float v = 0.f;

@@ -34,6 +34,7 @@
 #ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_CUH
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_CUH
 
+#include "../common/gpu_softplus.cuh"
 #include "../common/gpu_vendor.h"
 #include "scan_params.h"
 #include <stdint.h>
@@ -117,7 +118,7 @@ static __device__ __forceinline__ void gather_rowvec(float (&v)[U], const mvrt_s
     }
 }
 
-static __device__ __forceinline__ float softplusf(float v) { return v <= 20.f ? log1pf(expf(v)) : v; }
+static __device__ __forceinline__ float softplusf(float v) { return mvrt_softplusf(v); }
 
 /* Sum of x over the `width` consecutive lanes of a group (butterfly). */
 template <int WIDTH> static __device__ __forceinline__ float group_sum(float x)
