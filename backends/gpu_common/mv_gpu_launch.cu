@@ -475,16 +475,21 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     return MVRT_GPU_OP_OK;
 }
 
-/* one block per token (mixer_proj_fits bounds the count) */
-gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, gpuStream_t s)
+/* one block per token (mixer_proj_fits bounds the count); `dependent`: as
+ * a programmatic dependent launch (CUDA sm_90+, gpu_vendor.h) */
+gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, bool dependent, gpuStream_t s)
 {
     const unsigned blocks = (unsigned)(p.batch * p.length);
     const bool pre = mixer_proj_preloads(p);
-    if (p.width == 3 && pre) mixer_proj_kernel<3, true><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
-    else if (p.width == 3) mixer_proj_kernel<3, false><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
-    else if (pre) mixer_proj_kernel<0, true><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
-    else mixer_proj_kernel<0, false><<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
+    void (*fn)(mvrt_mixer_proj_params_t) = p.width == 3 ? (pre ? mixer_proj_kernel<3, true> : mixer_proj_kernel<3, false>)
+                                                         : (pre ? mixer_proj_kernel<0, true> : mixer_proj_kernel<0, false>);
+#if defined(MVRT_GPU_CUDA)
+    return mvrt_launch_ex(fn, dim3(blocks), dim3(MVRT_MPROJ_THREADS), 0, s, 0, dependent, p);
+#else
+    (void)dependent;
+    fn<<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
     return gpuGetLastError();
+#endif
 }
 
 #if defined(MVRT_GPU_CUDA)
@@ -566,14 +571,14 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_AFFINE_AVGPOOL: e = launch_affine_avgpool(p->u.pool, ctx->warp_size, s); break;
     case MVRT_OP_MIXER_PROJ:
         if (!mvrt_gpu_op_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
-        e = launch_mixer_proj(p->u.mixer_proj, s);
+        e = launch_mixer_proj(p->u.mixer_proj, ctx->dependent_launch != 0, s);
         break;
     case MVRT_OP_MLP: {
 #if defined(MVRT_GPU_CUDA)
         /* the plan only: the co-scheduling was asked when the op was taken */
         const mlp_plan pl = mlp_plan_ctx(p->u.mlp, ctx);
         if (!pl.S) return MVRT_GPU_OP_UNSUPPORTED;
-        e = launch_mlp_cluster(p->u.mlp, pl, s);
+        e = launch_mlp_cluster(p->u.mlp, pl, ctx->dependent_launch != 0, s);
         break;
 #else
         return MVRT_GPU_OP_UNSUPPORTED;

@@ -207,7 +207,7 @@ static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_
 extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
-    if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, !get_knobs().wscan_fast_off, s);
+    if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, !get_knobs().wscan_fast_off, t->dependent_launch != 0, s);
     {
         /* a plan (mode != 0) always fits t->smem_limit */
         const staged_config c = staged_cfg_for(p, t);

@@ -24,6 +24,9 @@ typedef struct mvrt_gpu_scan_tuning {
      * match MVRT_WARP_SIZE of the kernels' device pass; the host pass cannot
      * know the AMD target, so its MVRT_WARP_SIZE must not be used here. */
     int warp_size;
+    /* NVIDIA sm_90+: the fp32 warp-scan forward is queued as a
+     * programmatic dependent launch (as mvrt_gpu_op_ctx_t's) */
+    int dependent_launch;
 } mvrt_gpu_scan_tuning_t;
 
 gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t, gpuStream_t s);

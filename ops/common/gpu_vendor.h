@@ -34,6 +34,10 @@ typedef hipError_t mvrt_gpu_error_t;
 #define MVRT_SHFL(v, src, width) __shfl((v), (src), (width))
 /* Orders shared-memory accesses of the lanes of one wavefront. */
 #define MVRT_SYNCWARP() __builtin_amdgcn_wave_barrier()
+/* HIP has no programmatic dependent launch: stream order only (see the
+ * CUDA definitions below) */
+static __device__ __forceinline__ void mvrt_grid_dep_wait() {}
+static __device__ __forceinline__ void mvrt_grid_dep_launch_dependents() {}
 #else
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -57,38 +61,81 @@ typedef cudaError_t mvrt_gpu_error_t;
 #define MVRT_SYNCWARP() __syncwarp()
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
-/* A launch configuration in thread-block clusters of cz blocks along z
- * (grid.z a multiple of cz; NVIDIA sm_90+), built in place (cfg points at
- * attr). */
-struct mvrt_cluster_z_config {
+/* Programmatic dependent launch (sm_90+). A kernel launched with it
+ * (mvrt_launch_ex's `dependent`) may be scheduled while the kernel before
+ * it on the stream still runs, once every block of that kernel has called
+ * mvrt_grid_dep_launch_dependents() (or exited): its blocks start, read
+ * what no earlier work writes (weights), and must call
+ * mvrt_grid_dep_wait() before they read anything earlier work wrote or
+ * write anything earlier work reads; the wait returns when the kernels
+ * before it have completed and their stores are visible. Without such a
+ * launch, and before sm_90, both are no-ops. Measured at batch 1
+ * (backends/cuda/PERF_NOTES.md): a kernel that signals right after its own
+ * wait hides the next one's launch; one that signals before its wait let
+ * whole chains of waiting kernels occupy the SMs. */
+static __device__ __forceinline__ void mvrt_grid_dep_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void mvrt_grid_dep_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* A launch configuration, built in place (cfg points at attr): in
+ * thread-block clusters of cz blocks along z (grid.z a multiple of cz;
+ * NVIDIA sm_90+) unless cz is 0, and as a programmatic dependent launch
+ * when `dependent` (sm_90+; the kernel calls mvrt_grid_dep_wait). */
+struct mvrt_launch_config {
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr[1];
-    mvrt_cluster_z_config(dim3 grid, dim3 block, size_t smem, cudaStream_t s, unsigned cz) : cfg(), attr()
+    cudaLaunchAttribute attr[2];
+    mvrt_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t s, unsigned cz, bool dependent)
+        : cfg(), attr()
     {
         cfg.gridDim = grid;
         cfg.blockDim = block;
         cfg.dynamicSmemBytes = smem;
         cfg.stream = s;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = 1;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = cz;
+        unsigned n = 0;
+        if (cz > 0) {
+            attr[n].id = cudaLaunchAttributeClusterDimension;
+            attr[n].val.clusterDim.x = 1;
+            attr[n].val.clusterDim.y = 1;
+            attr[n].val.clusterDim.z = cz;
+            ++n;
+        }
+        if (dependent) {
+            attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attr[n].val.programmaticStreamSerializationAllowed = 1;
+            ++n;
+        }
         cfg.attrs = attr;
-        cfg.numAttrs = 1;
+        cfg.numAttrs = n;
     }
-    mvrt_cluster_z_config(const mvrt_cluster_z_config &) = delete;
+    mvrt_launch_config(const mvrt_launch_config &) = delete;
 };
 
-/* Queues kernel(args...) in thread-block clusters of cz blocks along z. A
- * device that cannot co-schedule such a cluster answers
- * cudaErrorInvalidClusterSize; the callers then clear it and take their
- * unclustered path. */
+/* Queues kernel(args...): in clusters of cz blocks along z (0: none), as a
+ * programmatic dependent launch when `dependent`. A device that cannot
+ * co-schedule such a cluster answers cudaErrorInvalidClusterSize; the
+ * callers then clear it and take their unclustered path. */
+template <typename... P, typename... A>
+static inline cudaError_t mvrt_launch_ex(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                         unsigned cz, bool dependent, A... args)
+{
+    const mvrt_launch_config c(grid, block, smem, s, cz, dependent);
+    return cudaLaunchKernelEx(&c.cfg, kernel, args...);
+}
+/* The same in clusters of cz blocks, as a plain launch. */
 template <typename... P, typename... A>
 static inline cudaError_t mvrt_launch_cluster_z(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
                                                 cudaStream_t s, unsigned cz, A... args)
 {
-    const mvrt_cluster_z_config c(grid, block, smem, s, cz);
-    return cudaLaunchKernelEx(&c.cfg, kernel, args...);
+    return mvrt_launch_ex(kernel, grid, block, smem, s, cz, false, args...);
 }
 
 /* Whether the current device can co-schedule at least one of kernel's
@@ -97,7 +144,7 @@ static inline cudaError_t mvrt_launch_cluster_z(void (*kernel)(P...), dim3 grid,
 template <typename... P>
 static inline bool mvrt_cluster_z_fits(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, unsigned cz)
 {
-    const mvrt_cluster_z_config c(grid, block, smem, 0, cz);
+    const mvrt_launch_config c(grid, block, smem, 0, cz, false);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &c.cfg) != cudaSuccess) {
         (void)cudaGetLastError();

@@ -335,6 +335,9 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
     float *const As = sm;
     float *const Bs = sm + cgemm_operand_words(!TA, ks);
     const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
+    /* a plain launch (as a dependent one it slowed the whole model; PERF_NOTES
+     * 2026-11-27): the kernels after it may start now */
+    mvrt_grid_dep_launch_dependents();
     cgemm_prefetch_bias(g, m0, n0);
     if (TB) cgemm_stage<VEC>(Bs, ksp, B + n0 * g.ldb + k0, g.ldb, T, ks, nval, klen);
     else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + k0 * g.ldb + n0, g.ldb, ks, T, klen, nval);
@@ -438,6 +441,7 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CGEMM_CHUNKED_BLOCKS)
     const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < ks ? g.K - k0 : ks);
     const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
     const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
+    mvrt_grid_dep_launch_dependents(); /* as gemm_cluster_kernel */
     cgemm_prefetch_bias(g, m0, n0);
 
     auto stage = [&](int chunk) {

@@ -141,6 +141,10 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
 #pragma unroll
         for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r) wd[r] = mproj_ldg_if(wr + r, ch < h && r < R);
     }
+    /* a programmatic dependent launch preloads the weights above while
+     * the kernel before runs; xz is that kernel's output */
+    mvrt_grid_dep_wait();
+    mvrt_grid_dep_launch_dependents();
     /* conv1d + SiLU of both halves: every tap's load issued before the sum */
 #pragma unroll 2
     for (int ch = threadIdx.x; ch < C; ch += MVRT_MPROJ_THREADS) {
@@ -151,7 +155,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
         for (int j = 0; j < WMAX; ++j) {
             const int lj = l + j - pad;
             const bool on = j < W && lj >= 0 && lj < L;
-            xv[j] = on ? __ldg(p.xz + (b * L + lj) * C + ch) : 0.f;
+            xv[j] = on ? p.xz[(b * L + lj) * C + ch] : 0.f; /* written by the kernel before: not __ldg */
             wv[j] = on ? __ldg(w + j) : 0.f;
         }
         float acc = 0.f;

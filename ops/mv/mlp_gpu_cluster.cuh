@@ -301,6 +301,10 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     mlp_wstream<G1> w1(p.fc1_w + (h0 + g) * C + 4 * c, C, warp, warps, tasks1, C);
     mlp_bblock<G1> b1;
     w1.load(b1);
+    /* a programmatic dependent launch starts here while the kernel before
+     * runs (the weight requests above overlap its end); x is its output */
+    mvrt_grid_dep_wait();
+    mvrt_grid_dep_launch_dependents();
 
     /* 1. LayerNorm, a warp per row pair (r, r + warps), straight from
      * global memory into registers (lane: k = lane + 32 i), exact two-pass
@@ -508,13 +512,14 @@ static gpuError_t mlp_smem_opt_in(const mlp_plan &pl)
     return cudaFuncSetAttribute(mlp_kernel_for(pl), cudaFuncAttributeMaxDynamicSharedMemorySize, pl.smem);
 }
 
-/* Queues p under plan pl (from mlp_plan_for, checked by mlp_fits). */
-static gpuError_t launch_mlp_cluster(const mvrt_mlp_params_t &p, const mlp_plan &pl, gpuStream_t s)
+/* Queues p under plan pl (from mlp_plan_for, checked by mlp_fits);
+ * `dependent`: as a programmatic dependent launch (gpu_vendor.h). */
+static gpuError_t launch_mlp_cluster(const mvrt_mlp_params_t &p, const mlp_plan &pl, bool dependent, gpuStream_t s)
 {
     const gpuError_t e = mlp_smem_opt_in(pl);
     if (e != gpuSuccess) return e;
-    return mvrt_launch_cluster_z(mlp_kernel_for(pl), dim3(pl.row_tiles, 1, (unsigned)pl.S), dim3(32 * pl.warps),
-                                 (size_t)pl.smem, s, (unsigned)pl.S, p);
+    return mvrt_launch_ex(mlp_kernel_for(pl), dim3(pl.row_tiles, 1, (unsigned)pl.S), dim3(32 * pl.warps),
+                          (size_t)pl.smem, s, (unsigned)pl.S, dependent, p);
 }
 
 /* Whether the current device co-schedules all of the plan's clusters at
@@ -526,8 +531,8 @@ static bool mlp_fits(const mlp_plan &pl)
         (void)cudaGetLastError();
         return false;
     }
-    const mvrt_cluster_z_config cfg(dim3(pl.row_tiles, 1, (unsigned)pl.S), dim3(32 * pl.warps), (size_t)pl.smem, 0,
-                                    (unsigned)pl.S);
+    const mvrt_launch_config cfg(dim3(pl.row_tiles, 1, (unsigned)pl.S), dim3(32 * pl.warps), (size_t)pl.smem, 0,
+                                 (unsigned)pl.S, false);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, mlp_kernel_for(pl), &cfg.cfg) != cudaSuccess) {
         (void)cudaGetLastError();

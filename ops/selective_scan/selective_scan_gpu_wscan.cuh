@@ -204,6 +204,10 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_ke
     const int dim = (int)p.dim, rows = (int)(p.batch * p.dim), dpg = (int)(p.dim / p.groups);
     const bool sp = p.delta_softplus != 0;
     const int sB = (int)p.B.stride[2], sC = (int)p.C.stride[2];
+    /* as a programmatic dependent launch (launch_fwd_wscan_typed): the
+     * inputs are the kernel before's output */
+    mvrt_grid_dep_wait();
+    mvrt_grid_dep_launch_dependents();
     for (int row = (int)blockIdx.x; row < rows; row += (int)gridDim.x) {
         const int b = row / dim, d = row - b * dim, g = d / dpg;
         const float *u = (const float *)p.u.data + (int)(b * p.u.stride[0] + d * p.u.stride[1]) + l0;
@@ -246,16 +250,24 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_ke
 }
 
 /* allow_fast: the fp32 form where it applies (the launcher's knob can
- * keep the general kernel, which tests and benchmarks compare) */
+ * keep the general kernel, which tests and benchmarks compare), as a
+ * programmatic dependent launch when `dependent` (CUDA sm_90+: the fp32
+ * form waits for the kernel before; gpu_vendor.h) */
 template <typename Tin>
-static mvrt_gpu_error_t launch_fwd_wscan_typed(const mvrt_scan_params_t &p, bool allow_fast, mvrt_gpu_stream_t s)
+static mvrt_gpu_error_t launch_fwd_wscan_typed(const mvrt_scan_params_t &p, bool allow_fast, bool dependent,
+                                               mvrt_gpu_stream_t s)
 {
     if (allow_fast && wscan_fast_supported(p)) {
-        if (p.dstate <= MVRT_SCAN_WSCAN_GROUPS)
-            scan_fwd_wscan_f32_kernel<1><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
-        else
-            scan_fwd_wscan_f32_kernel<2><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
+        void (*fn)(const mvrt_scan_params_t) =
+            p.dstate <= MVRT_SCAN_WSCAN_GROUPS ? scan_fwd_wscan_f32_kernel<1> : scan_fwd_wscan_f32_kernel<2>;
+#if defined(MVRT_GPU_CUDA)
+        return mvrt_launch_ex(fn, dim3(grid_for(p.batch * p.dim)), dim3(MVRT_SCAN_WSCAN_THREADS), 0, s, 0, dependent,
+                              p);
+#else
+        (void)dependent;
+        fn<<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
         return mvrt_gpu_get_last_error();
+#endif
     }
     scan_fwd_wscan_kernel<Tin><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
     return mvrt_gpu_get_last_error();
