@@ -5,6 +5,9 @@
  * and L-strided layouts, fp16/bf16), outputs poisoned with NaN before each
  * run (every element must be written), the backward run twice and compared
  * bitwise (determinism), and NaN propagation without hangs.
+ * MVRT_TEST_STREAM=legacy runs every case on CUDA's legacy default stream
+ * (a wrapped NULL stream) instead of the backend's own: the kernels queued
+ * as programmatic dependent launches must work there too.
  * Exit 77 when no CUDA device is usable.
  * usage: test_cuda_scan PLUGIN_PATH [case-name-filter] */
 #include "cuda_test_util.h"
@@ -356,6 +359,12 @@ int main(int argc, char **argv)
     if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN [filter]\n", argv[0]); return 2; }
     vt = tu_open_plugin(argv[1], &dev);
     stream = vt->default_stream(dev);
+    const char *on_stream = getenv("MVRT_TEST_STREAM");
+    const int legacy = on_stream && strcmp(on_stream, "legacy") == 0;
+    if (legacy) {
+        TU_CHECK(vt->stream_wrap(dev, NULL, &stream));
+        printf("on the legacy default stream\n");
+    }
     const char *filter = argc > 2 ? argv[2] : NULL;
     enum { F = MVRT_SCAN_F32, H = MVRT_SCAN_F16, BF = MVRT_SCAN_BF16 };
     static const tcase_t cases[] = {
@@ -408,6 +417,7 @@ int main(int argc, char **argv)
         if (!run_case(&cases[i])) fails++;
     }
     if (!filter || strstr("nan_propagation", filter)) { ran++; if (!nan_case()) fails++; }
+    if (legacy) vt->stream_destroy(dev, stream);
     vt->device_close(dev);
     printf("%d of %d cases failed\n", fails, ran);
     return fails ? 1 : (ran ? 0 : 1);
