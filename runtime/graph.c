@@ -232,6 +232,7 @@ static void dense_params(builder_t *b, mvrt_op_params_t *op, int64_t M, int64_t 
     p->A = x, p->lda = K;
     snprintf(leaf, sizeof leaf, "%s.weight", layer);
     p->B = weight(b, prefix, leaf), p->ldb = K, p->trans_b = 1;
+    p->b_constant = 1;
     p->Y = y, p->ldy = N;
     if (bias_leaf) {
         snprintf(leaf, sizeof leaf, "%s.%s", layer, bias_leaf);
@@ -432,6 +433,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     l->batch = Bw, l->M = L, l->N = C, l->K = C;
     l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
     l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
+    l->b_constant = 1;
     l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
     l->beta = 1.0f;
     l->residual = X_in != X ? X_in : NULL;

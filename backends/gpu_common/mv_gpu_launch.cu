@@ -91,7 +91,16 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
     if (ctx->cluster_gemm > 0 && math == MVRT_MATH_FP32) {
         const cgemm_plan pl = cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm);
         if (pl.S > 0) {
-            const gpuError_t e = launch_gemm_cluster(g, pl, s);
+            /* a dependent launch only for a channel-major A against a
+             * weight whose slices are staged whole: the mixer's out_proj at
+             * batch 1, right after the scan (which lets it start early),
+             * copies its weight slice while the scan ends (H100: block
+             * 41.7 -> 41.2 us). As dependents the other cluster GEMMs (after
+             * the MLP or attention) and the chunked form made MambaVision-T
+             * at batch 1 slower or no faster (PERF_NOTES, 2026-11-27). */
+            const bool dependent =
+                ctx->dependent_launch && g.b_const && g.ta && !g.ln_w && pl.ks <= MVRT_CGEMM_KS_MAX;
+            const gpuError_t e = launch_gemm_cluster(g, pl, dependent, s);
             if (e == cudaErrorInvalidClusterSize) {
                 /* a device (or MIG slice) that cannot co-schedule the
                  * cluster: the vendor path below runs instead */
@@ -269,6 +278,7 @@ gemm_args linear_gemm_args(const mvrt_linear_params_t &p)
         g.beta = 0.f;
     }
     g.ln_w = p.ln_weight; g.ln_colsum = p.ln_colsum; g.ln_eps = p.ln_eps;
+    g.b_const = p.b_constant;
     return g;
 }
 
@@ -313,7 +323,7 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
 #if defined(MVRT_GPU_CUDA)
         const cgemm_plan pl = linear_ln_plan(g, p, ctx);
         if (pl.S > 0) {
-            const gpuError_t e = launch_gemm_cluster(g, pl, s);
+            const gpuError_t e = launch_gemm_cluster(g, pl, false, s);
             if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
             return MVRT_GPU_OP_OK;
         }

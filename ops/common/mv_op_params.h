@@ -118,6 +118,11 @@ typedef struct mvrt_linear_params {
     const float *ln_weight, *ln_colsum;
     float ln_eps;
     const float *residual; /* with beta 1: added instead of Y (NULL: Y; above) */
+    /* 1: B holds constants (a model's weight) that no earlier work on the
+     * stream writes, so a GPU backend may read it before that work has
+     * finished (a programmatic dependent launch); 0: B may be an earlier
+     * op's output. The graph runner sets it for its weights. */
+    int b_constant;
 } mvrt_linear_params_t;
 
 /* Depthwise conv1d along L with PyTorch's padding='same' (left pad

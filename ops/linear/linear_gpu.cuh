@@ -48,6 +48,7 @@ struct gemm_args {
      * ln_eps (NULL: none) */
     const float *ln_w = nullptr, *ln_colsum = nullptr;
     float ln_eps = 0.f;
+    int b_const = 0; /* B is constant (mvrt_linear_params_t.b_constant) */
 };
 
 /* Epilogue of one element: v is the product, y points at Y's element. */

@@ -335,12 +335,14 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
     float *const As = sm;
     float *const Bs = sm + cgemm_operand_words(!TA, ks);
     const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
-    /* a plain launch (as a dependent one it slowed the whole model; PERF_NOTES
-     * 2026-11-27): the kernels after it may start now */
-    mvrt_grid_dep_launch_dependents();
     cgemm_prefetch_bias(g, m0, n0);
+    /* as a programmatic dependent launch (launch_gemm_cluster) a constant
+     * B is copied while the kernel before ends; A is its output */
+    if (!g.b_const) mvrt_grid_dep_wait();
     if (TB) cgemm_stage<VEC>(Bs, ksp, B + n0 * g.ldb + k0, g.ldb, T, ks, nval, klen);
     else cgemm_stage<VEC>(Bs, MVRT_CGEMM_WIDE, B + k0 * g.ldb + n0, g.ldb, ks, T, klen, nval);
+    if (g.b_const) mvrt_grid_dep_wait();
+    mvrt_grid_dep_launch_dependents();
     float2 *const stats = reinterpret_cast<float2 *>(sm + cgemm_smem_bytes(TA, TB, ks) / 4);
     if constexpr (LN) {
         asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -441,8 +443,9 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CGEMM_CHUNKED_BLOCKS)
     const int klen = (int)(g.K - k0 < 0 ? 0 : g.K - k0 < ks ? g.K - k0 : ks);
     const int mval = (int)(g.M - m0 < T ? g.M - m0 : T), nval = (int)(g.N - n0 < T ? g.N - n0 : T);
     const float *A = g.A + bz * g.sa, *B = g.B + bz * g.sb;
-    mvrt_grid_dep_launch_dependents(); /* as gemm_cluster_kernel */
     cgemm_prefetch_bias(g, m0, n0);
+    mvrt_grid_dep_wait(); /* as gemm_cluster_kernel (the chunks copy A and B together) */
+    mvrt_grid_dep_launch_dependents();
 
     auto stage = [&](int chunk) {
         float *const As = sm + (chunk & 1) * CHUNK, *const Bs = As + A_WORDS;
@@ -583,14 +586,15 @@ static gpuError_t cgemm_smem_opt_in(const cgemm_launch &c)
     return cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem);
 }
 
-/* Queues g on the cluster GEMM with plan pl (from cgemm_plan_for). */
-static gpuError_t launch_gemm_cluster(const gemm_args &g, const cgemm_plan &pl, gpuStream_t s)
+/* Queues g on the cluster GEMM with plan pl (from cgemm_plan_for);
+ * `dependent`: as a programmatic dependent launch (gpu_vendor.h). */
+static gpuError_t launch_gemm_cluster(const gemm_args &g, const cgemm_plan &pl, bool dependent, gpuStream_t s)
 {
     const cgemm_launch c = cgemm_launch_for(g, pl);
     const gpuError_t e = cgemm_smem_opt_in(c);
     if (e != gpuSuccess) return e;
-    return mvrt_launch_cluster_z(c.fn, c.grid, dim3(MVRT_CGEMM_THREADS), (size_t)c.smem, s, (unsigned)pl.S, g, pl.ks,
-                                 c.tiles_n);
+    return mvrt_launch_ex(c.fn, c.grid, dim3(MVRT_CGEMM_THREADS), (size_t)c.smem, s, (unsigned)pl.S, dependent, g,
+                          pl.ks, c.tiles_n);
 }
 
 /* The layout a folded LayerNorm (g.ln_w) needs: A (M, K) row-major, B a

@@ -552,6 +552,10 @@ static void case_linear(const lcase_t *c)
     l->bias = c->bias ? bias.h : NULL; l->bias_per_row = c->bias == 2;
     l->activation = c->act; l->beta = c->beta; l->math = c->math;
     l->residual = c->residual ? R.h : NULL;
+    /* B is written before the op and never after: the CUDA backend may
+     * copy it before the kernel ahead of the op ends (a channel-major A
+     * on the cluster GEMM is then a programmatic dependent launch) */
+    l->b_constant = 1;
     pd = ph;
     pd.u.linear.A = A.d; pd.u.linear.B = B.d; pd.u.linear.Y = Y.d; pd.u.linear.bias = c->bias ? bias.d : NULL;
     pd.u.linear.residual = c->residual ? (const float *)R.d : NULL;
@@ -842,7 +846,7 @@ static void case_graph(void)
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,
-                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL};
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1};
     size_t bytes = 0;
     TU_CHECK(vt->op_scratch_size(dev, &c, &bytes));
     void *scratch = NULL;
