@@ -283,8 +283,9 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         const char *fm = getenv("MVRT_CUDA_FUSED_MLP");
         d->opctx.fused_mlp = d->prop.major >= 9 && !(fm && strcmp(fm, "0") == 0);
         /* the batch-1 kernels that follow a kernel closely (fused mixer
-         * projections, warp-scan forward, fused MLP) start while it ends
-         * on sm_90+: programmatic dependent launch; MVRT_CUDA_PDL=0: off */
+         * projections, warp-scan forward, out_proj, fused MLP) start while
+         * it ends on sm_90+: programmatic dependent launch; MVRT_CUDA_PDL=0:
+         * off */
         const char *pdl = getenv("MVRT_CUDA_PDL");
         d->opctx.dependent_launch = d->prop.major >= 9 && !(pdl && strcmp(pdl, "0") == 0);
         d->tuning.dependent_launch = d->opctx.dependent_launch;

@@ -76,10 +76,11 @@ typedef struct mvrt_gpu_op_ctx {
      * sizes (ops/mv/mlp_gpu_cluster.cuh); 0 (MVRT_CUDA_FUSED_MLP=0, HIP):
      * the op is declined and the graph runner emits LayerNorm, fc1, fc2 */
     int fused_mlp;
-    /* NVIDIA sm_90+: the fused mixer projections and MLP are queued as
-     * programmatic dependent launches (ops/common/gpu_vendor.h: they start
-     * while the kernel before them ends and wait for its results); 0
-     * (MVRT_CUDA_PDL=0, HIP, older GPUs): plain launches */
+    /* NVIDIA sm_90+: the fused mixer projections and MLP, and the mixer's
+     * out_proj on the cluster GEMM, are queued as programmatic dependent
+     * launches (ops/common/gpu_vendor.h: they start while the kernel
+     * before them ends and wait for its results); 0 (MVRT_CUDA_PDL=0,
+     * HIP, older GPUs): plain launches */
     int dependent_launch;
     void *blas;             /* handle for `gemm` */
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
