@@ -581,14 +581,8 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_AFFINE_AVGPOOL: e = launch_affine_avgpool(p->u.pool, ctx->warp_size, s); break;
     case MVRT_OP_MIXER_PROJ:
         if (!mvrt_gpu_op_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
-        /* as a dependent launch only where its blocks all fit on the GPU
-         * beside the kernel before (two per SM by registers): a grid of
-         * several waves that starts early only holds SM slots (batch 4,
-         * 784 blocks on an H100: 2 % slower) */
         e = launch_mixer_proj(p->u.mixer_proj,
-                              ctx->dependent_launch != 0 &&
-                                  p->u.mixer_proj.batch * p->u.mixer_proj.length <= 2 * (int64_t)ctx->sm_count,
-                              s);
+                              ctx->dependent_launch != 0 && mixer_proj_one_wave(p->u.mixer_proj, ctx->sm_count), s);
         break;
     case MVRT_OP_MLP: {
 #if defined(MVRT_GPU_CUDA)

@@ -33,6 +33,10 @@ namespace mvrt_mv_gpu {
 #define MVRT_MPROJ_H_MAX 2048 /* scan channels (C / 2) staged per block */
 #define MVRT_MPROJ_R_MAX 256  /* dt rank */
 #define MVRT_MPROJ_W_MAX 8    /* conv1d taps */
+/* blocks per SM that fit by registers (<= 97 of the PRE form, 256
+ * threads; as a launch bound it made the compiler take 106 and the block
+ * graph 2 us slower, H100): mixer_proj_one_wave */
+#define MVRT_MPROJ_BLOCKS_PER_SM 2
 /* Sizes the kernel covers, for at most max_tokens tokens (Bw L; the
  * backend's limit: each block reads all of x_proj and dt_proj, so for
  * many tokens the GEMM forms win). */
@@ -44,6 +48,15 @@ static inline bool mixer_proj_fits(const mvrt_mixer_proj_params_t &p, int64_t ma
            C >= 2 && C % 2 == 0 && h <= MVRT_MPROJ_H_MAX && p.dstate >= 1 && p.dt_rank >= 1 &&
            p.dt_rank <= MVRT_MPROJ_R_MAX && p.width >= 1 &&
            p.width <= MVRT_MPROJ_W_MAX;
+}
+/* Whether all blocks of p's grid fit on an empty GPU of sm_count SMs at
+ * once (MVRT_MPROJ_BLOCKS_PER_SM per SM). Only
+ * then is the kernel queued as a programmatic dependent launch: a grid of
+ * several waves that starts early only holds SM slots (batch 4, 784
+ * blocks on an H100: 2 % slower). */
+static inline bool mixer_proj_one_wave(const mvrt_mixer_proj_params_t &p, int sm_count)
+{
+    return p.batch * p.length <= (int64_t)MVRT_MPROJ_BLOCKS_PER_SM * sm_count;
 }
 
 #if defined(__CUDA_ARCH__) && !defined(MVRT_GPU_HIP)

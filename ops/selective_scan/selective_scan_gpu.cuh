@@ -118,8 +118,6 @@ static __device__ __forceinline__ void gather_rowvec(float (&v)[U], const mvrt_s
     }
 }
 
-static __device__ __forceinline__ float softplusf(float v) { return mvrt_softplusf(v); }
-
 /* Sum of x over the `width` consecutive lanes of a group (butterfly). */
 template <int WIDTH> static __device__ __forceinline__ float group_sum(float x)
 {
@@ -247,7 +245,7 @@ static __device__ __forceinline__ void load_u_delta(float *su, float *sd, const 
                 const int o = rr * srow + (i - rr * len);
                 su[o] = vu[k];
                 float v = vd[k] + vb[k];
-                if (p.delta_softplus) v = softplusf(v);
+                if (p.delta_softplus) v = mvrt_softplusf(v);
                 sd[o] = v;
             }
         }
@@ -496,7 +494,7 @@ __global__ void __launch_bounds__(256, 2) scan_bwd_kernel(const kparams k)
                             const int o = rr * k.srow + (i - rr * len);
                             su[o] = vu[q];
                             float v = vd[q] + vb[q];
-                            if (p.delta_softplus) v = softplusf(v);
+                            if (p.delta_softplus) v = mvrt_softplusf(v);
                             sd[o] = v;
                             float g = vg[q];
                             if (p.z.data) {

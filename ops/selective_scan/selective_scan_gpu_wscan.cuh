@@ -64,7 +64,7 @@ static __device__ __forceinline__ void wscan_compute(const mvrt_scan_params_t &p
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const float v = dl[i] + bias;
-        dl[i] = on[i] ? (sp ? softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
+        dl[i] = on[i] ? (sp ? mvrt_softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
         y[i] = grp == 0 ? Dv * uv[i] : 0.f;
     }
 #pragma unroll
