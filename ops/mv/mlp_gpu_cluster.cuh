@@ -36,7 +36,11 @@
  * bytes (hence fc2's 32-column tasks, mlp_plan_for), a probe of the same
  * products without any weight loads takes ~9.6 us, and deeper weight
  * pipelines (bulk copies into shared memory, 2-8 stages) were slower.
- * The LayerNorm costs ~2.6 us, the cluster barrier and sum ~1.4 us. */
+ * The LayerNorm costs ~2.6 us, the cluster barrier and sum ~1.4 us.
+ * Those figures predate session 29's k loop without register copies
+ * (mlp_wstream::load): the copies had waited for the block just
+ * requested, so the weights were in effect not loaded ahead; without
+ * them the block at batch 1 is ~1.1 us faster. */
 #ifndef MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 #define MVRT_OPS_MV_MLP_GPU_CLUSTER_CUH
 
@@ -124,24 +128,36 @@ template <int G> struct mlp_bblock {
 template <int G> struct mlp_wstream {
     int64_t ldw, task_jump; /* from a task's end to the next task's start */
     int K, blocks, total, loaded, kb_load;
-    const float *cur; /* the next block to load */
+    const float *cur;  /* the next block to load */
+    const float *home; /* the stream's first block (w_lane when it is empty): a valid address */
     __device__ __forceinline__ mlp_wstream(const float *w_lane, int64_t ldw_, int task0, int step, int tasks, int K_)
         : ldw(ldw_), task_jump((int64_t)step * 8 * G * ldw_ - 32 * ((K_ + 31) / 32)), K(K_), blocks((K_ + 31) / 32),
           total(0), loaded(0), kb_load(0)
     {
         if (task0 < tasks) total = ((tasks - 1 - task0) / step + 1) * blocks;
         cur = w_lane + (int64_t)task0 * 8 * G * ldw_;
+        home = total > 0 ? cur : w_lane;
     }
-    /* the next block into b (nothing past the stream's end) */
+    /* whether a load is left in the stream */
+    __device__ __forceinline__ bool more() const { return loaded < total; }
+    /* The next block into b. Past the stream's end, and for the missing
+     * half of a last half block, it reads an address known valid instead
+     * (values never used): the loads stay unconditional. A load under a
+     * branch made the compiler copy both register buffers around it every
+     * 64 k (~80 of fc1's ~260 instructions per 64 k, 170 of fc2's ~530),
+     * and those copies waited for the load just issued, so the block
+     * ahead was not ahead any more. */
     __device__ __forceinline__ void load(mlp_bblock<G> &b)
     {
-        if (loaded < total) {
-            const bool full = 32 * kb_load + 32 <= K;
+        const bool live = loaded < total;
+        const float *const src = live ? cur : home;
+        const int second = live && 32 * kb_load + 32 <= K ? 16 : 0;
 #pragma unroll
-            for (int j = 0; j < G; ++j) {
-                b.q[j][0] = __ldg(reinterpret_cast<const float4 *>(cur + (int64_t)j * 8 * ldw));
-                b.q[j][1] = full ? __ldg(reinterpret_cast<const float4 *>(cur + (int64_t)j * 8 * ldw + 16)) : b.q[j][0];
-            }
+        for (int j = 0; j < G; ++j) {
+            b.q[j][0] = __ldg(reinterpret_cast<const float4 *>(src + (int64_t)j * 8 * ldw));
+            b.q[j][1] = __ldg(reinterpret_cast<const float4 *>(src + (int64_t)j * 8 * ldw + second));
+        }
+        if (live) {
             cur += 32;
             if (++kb_load == blocks) kb_load = 0, cur += task_jump;
         }
@@ -192,6 +208,26 @@ static __device__ __forceinline__ void mlp_mma_block(float (&acc)[NA][MT][G][4],
     }
 }
 
+/* sum += the tensor-core accumulators (NA: mlp_mma_block), which restart
+ * from zero */
+template <int MT, int G, int NA>
+static __device__ __forceinline__ void mlp_flush(float (&sum)[MT][G][4], float (&acc)[NA][MT][G][4])
+{
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < G; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                float t = acc[0][i][j][e];
+#pragma unroll
+                for (int a = 1; a < NA; ++a) t += acc[a][i][j][e];
+                sum[i][j][e] += t;
+#pragma unroll
+                for (int a = 0; a < NA; ++a) acc[a][i][j][e] = 0.f;
+            }
+}
+
 /* sum (MT m fragments x G n fragments) = A . W^T for the stream's next
  * task: A in fragment order (Afb, Afs; K = w.K); b0 holds the task's
  * first block (loaded earlier), and holds the next task's on return. The
@@ -214,30 +250,30 @@ static __device__ __forceinline__ void mlp_warp_gemm(float (&sum)[MT][G][4], con
             }
     const int lane = threadIdx.x & 31, mstride = 16 * w.K;
     const float *ab = Afb + 4 * lane, *as = Afs + 4 * lane;
+    /* Two blocks per turn with the buffers in fixed roles (b1 loaded while
+     * b0 is multiplied, then b0 while b1 is), so no register copies: only
+     * the last block of K can be a half one. An odd last block ends the
+     * task with one copy of the next task's first block into b0. */
     mlp_bblock<G> b1;
-    for (int kb = 0; kb < w.blocks; kb += 2) {
-        w.load(b1); /* block kb + 1, or the next task's first */
-        mlp_mma_block<MT, G, NA>(acc, ab + 512 * kb, as + 512 * kb, mstride, b0, 32 * kb + 32 <= w.K ? 4 : 2);
-        if (kb + 1 < w.blocks) {
-            w.load(b0);
-            mlp_mma_block<MT, G, NA>(acc, ab + 512 * (kb + 1), as + 512 * (kb + 1), mstride, b1,
+    int kb = 0;
+    for (; kb + 1 < w.blocks; kb += 2) {
+        w.load(b1); /* block kb + 1 */
+        mlp_mma_block<MT, G, NA>(acc, ab + 512 * kb, as + 512 * kb, mstride, b0, 4);
+        w.load(b0); /* block kb + 2, or the next task's first */
+        mlp_mma_block<MT, G, NA>(acc, ab + 512 * (kb + 1), as + 512 * (kb + 1), mstride, b1,
                                  32 * kb + 64 <= w.K ? 4 : 2);
-        } else {
+        mlp_flush<MT, G, NA>(sum, acc);
+    }
+    if (kb < w.blocks) { /* an odd last block */
+        const int steps = 32 * kb + 32 <= w.K ? 4 : 2;
+        if (w.more()) {
+            w.load(b1); /* the next task's first */
+            mlp_mma_block<MT, G, NA>(acc, ab + 512 * kb, as + 512 * kb, mstride, b0, steps);
             b0 = b1;
+        } else {
+            mlp_mma_block<MT, G, NA>(acc, ab + 512 * kb, as + 512 * kb, mstride, b0, steps);
         }
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < G; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    float t = acc[0][i][j][e];
-#pragma unroll
-                    for (int a = 1; a < NA; ++a) t += acc[a][i][j][e];
-                    sum[i][j][e] += t;
-#pragma unroll
-                    for (int a = 0; a < NA; ++a) acc[a][i][j][e] = 0.f;
-                }
+        mlp_flush<MT, G, NA>(sum, acc);
     }
 }
 

@@ -456,9 +456,12 @@ static void case_mlp(const char *name, int64_t rows, int64_t C, int64_t H, int a
  * stage-3 MLPs at batch 1 (T: C 320, S: 384, B: 512 over 50 rows), one
  * row, a partial last cluster of rows (37) with tanh-GELU, rows whose mean
  * is 100x their spread, a hidden slice of 48 (a last half k block, warps
- * without fc1 work); C % 32 != 0, C > 512 and more clusters than the SMs
- * hold at once must be declined. */
-#define MLP_CASES_TAKEN 7
+ * without fc1 work), odd counts of k blocks in warps with several tasks
+ * (C 160: fc1's 5 blocks, 14 tasks on 12 warps; C 416 with a hidden slice
+ * of 80: fc2's 2.5 blocks, 26 tasks on 8 warps: the next task's first
+ * block is carried over after an odd last one); C % 32 != 0, C > 512 and
+ * more clusters than the SMs hold at once must be declined. */
+#define MLP_CASES_TAKEN 9
 static int run_mlp_cases(void)
 {
     const int before = mlp_taken;
@@ -469,6 +472,8 @@ static int run_mlp_cases(void)
     case_mlp("mlp_rows37_C64_tanh", 37, 64, 256, MVRT_ACT_GELU_TANH, 0.0);
     case_mlp("mlp_offset100", 20, 128, 512, MVRT_ACT_GELU_ERF, 100.0);
     case_mlp("mlp_C96_H384_half_block", 45, 96, 384, MVRT_ACT_GELU_ERF, 1.0);
+    case_mlp("mlp_C160_H1792_odd_blocks_tasks", 30, 160, 1792, MVRT_ACT_GELU_ERF, 0.0);
+    case_mlp("mlp_C416_H640_odd_half_tasks", 20, 416, 640, MVRT_ACT_GELU_TANH, 0.0);
     case_mlp("mlp_C80_declines", 196, 80, 320, MVRT_ACT_GELU_ERF, 0.0);
     case_mlp("mlp_C640_declines", 49, 640, 2560, MVRT_ACT_GELU_ERF, 0.0);
     case_mlp("mlp_rows784_declines", 784, 320, 1280, MVRT_ACT_GELU_ERF, 0.0);
