@@ -493,13 +493,7 @@ gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, bool dependent, 
     const bool pre = mixer_proj_preloads(p);
     void (*fn)(mvrt_mixer_proj_params_t) = p.width == 3 ? (pre ? mixer_proj_kernel<3, true> : mixer_proj_kernel<3, false>)
                                                          : (pre ? mixer_proj_kernel<0, true> : mixer_proj_kernel<0, false>);
-#if defined(MVRT_GPU_CUDA)
     return mvrt_launch_ex(fn, dim3(blocks), dim3(MVRT_MPROJ_THREADS), 0, s, 0, dependent, p);
-#else
-    (void)dependent;
-    fn<<<blocks, MVRT_MPROJ_THREADS, 0, s>>>(p);
-    return gpuGetLastError();
-#endif
 }
 
 #if defined(MVRT_GPU_CUDA)

@@ -38,6 +38,18 @@ typedef hipError_t mvrt_gpu_error_t;
  * CUDA definitions below) */
 static __device__ __forceinline__ void mvrt_grid_dep_wait() {}
 static __device__ __forceinline__ void mvrt_grid_dep_launch_dependents() {}
+/* The CUDA launcher's signature (below) for the kernels that may be
+ * dependent launches there: on HIP a plain launch (`dependent` has no
+ * meaning); no thread-block clusters (cz > 0 is refused). */
+template <typename... P, typename... A>
+static inline hipError_t mvrt_launch_ex(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, hipStream_t s,
+                                        unsigned cz, bool dependent, A... args)
+{
+    (void)dependent;
+    if (cz > 0) return hipErrorInvalidConfiguration;
+    kernel<<<grid, block, smem, s>>>(args...);
+    return hipGetLastError();
+}
 #else
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

@@ -260,14 +260,8 @@ static mvrt_gpu_error_t launch_fwd_wscan_typed(const mvrt_scan_params_t &p, bool
     if (allow_fast && wscan_fast_supported(p)) {
         void (*fn)(const mvrt_scan_params_t) =
             p.dstate <= MVRT_SCAN_WSCAN_GROUPS ? scan_fwd_wscan_f32_kernel<1> : scan_fwd_wscan_f32_kernel<2>;
-#if defined(MVRT_GPU_CUDA)
         return mvrt_launch_ex(fn, dim3(grid_for(p.batch * p.dim)), dim3(MVRT_SCAN_WSCAN_THREADS), 0, s, 0, dependent,
                               p);
-#else
-        (void)dependent;
-        fn<<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
-        return mvrt_gpu_get_last_error();
-#endif
     }
     scan_fwd_wscan_kernel<Tin><<<grid_for(p.batch * p.dim), MVRT_SCAN_WSCAN_THREADS, 0, s>>>(p);
     return mvrt_gpu_get_last_error();
