@@ -245,13 +245,17 @@ template <int MT, int G, int NA>
 static __device__ __forceinline__ void mlp_warp_gemm(float (&sum)[MT][G][4], const float *Afb, const float *Afs,
                                                      mlp_wstream<G> &w, mlp_bblock<G> &b0)
 {
-    float acc[NA][MT][G][4] = {};
+    float acc[NA][MT][G][4];
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < G; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) sum[i][j][e] = 0.f;
+            for (int e = 0; e < 4; ++e) {
+                sum[i][j][e] = 0.f;
+#pragma unroll
+                for (int a = 0; a < NA; ++a) acc[a][i][j][e] = 0.f;
+            }
     const int lane = threadIdx.x & 31, mstride = 16 * w.K;
     const float *ab = Afb + 4 * lane, *as = Afs + 4 * lane;
     /* block kb of the task times the weights in b (steps: 4, or 2 for a
@@ -260,23 +264,27 @@ static __device__ __forceinline__ void mlp_warp_gemm(float (&sum)[MT][G][4], con
         mlp_mma_block<MT, G, NA>(acc, ab + 512 * kb, as + 512 * kb, mstride, b, steps);
     };
     auto steps_of = [&](int kb) { return 32 * kb + 32 <= w.K ? 4 : 2; };
-    /* blocks kb .. kb + 2 pairs - 1 (only the last can be a half one),
-     * then the flush; on return b0 holds the block after them (or the
-     * next task's first) */
     mlp_bblock<G> b1;
-    auto turn = [&](int kb, int pairs) {
-#pragma unroll
-        for (int q = 0; q < pairs; ++q) {
-            w.load(b1);
-            mma(kb + 2 * q, b0, 4);
-            w.load(b0);
-            mma(kb + 2 * q + 1, b1, q + 1 < pairs ? 4 : steps_of(kb + 2 * q + 1));
-        }
-        mlp_flush<MT, G, NA>(sum, acc);
-    };
     int kb = 0;
-    for (; kb + 3 < w.blocks; kb += 4) turn(kb, 2);
-    if (kb + 1 < w.blocks) turn(kb, 1), kb += 2;
+    for (; kb + 3 < w.blocks; kb += 4) {
+        w.load(b1); /* block kb + 1 */
+        mma(kb, b0, 4);
+        w.load(b0);
+        mma(kb + 1, b1, 4);
+        w.load(b1);
+        mma(kb + 2, b0, 4);
+        w.load(b0); /* block kb + 4, or the next task's first */
+        mma(kb + 3, b1, steps_of(kb + 3));
+        mlp_flush<MT, G, NA>(sum, acc);
+    }
+    if (kb + 1 < w.blocks) {
+        w.load(b1);
+        mma(kb, b0, 4);
+        w.load(b0);
+        mma(kb + 1, b1, steps_of(kb + 1));
+        mlp_flush<MT, G, NA>(sum, acc);
+        kb += 2;
+    }
     if (kb < w.blocks) { /* an odd last block */
         if (w.more()) {
             w.load(b1); /* the next task's first */
