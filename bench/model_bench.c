@@ -42,6 +42,11 @@ static const bench_row_t gpu_rows[] = {
     {"MambaVision-T, batch 256, bf16", 0, "T", 0, 0, 256, 2, 256e6 / 10050.0, "PyTorch AMP", 1.0},
     {"MambaVision-T, batch 1", 0, "T", 0, 0, 1, 0, 1e6 / 85.5, "PyTorch eager", 1000.0 / 85.5},
     {"MambaVision-B, batch 256", 0, "B", 0, 0, 256, 0, 256e6 / 1344.0, "PyTorch eager", 0},
+    /* 16-bit rows (issue #31); their same-call anchors come from
+     * shared/anchors/torch_mambavision.py, not from ANCHORS.md */
+    {"MambaVision-T, batch 1, bf16", 0, "T", 0, 0, 1, 2, 0, NULL, 0},
+    {"MambaVision-B, batch 256, bf16", 0, "B", 0, 0, 256, 2, 0, NULL, 0},
+    {"MambaVision-L, batch 256, bf16", 0, "L", 0, 0, 256, 2, 0, NULL, 0},
 };
 
 static const bench_row_t cpu_rows[] = {

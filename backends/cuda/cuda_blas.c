@@ -120,22 +120,23 @@ typedef struct mvrt_cuda_blas {
 
 /* 3xTF32 for fp32 GEMMs: built with CUTLASS, an sm_80+ device (the build's
  * kernels start at sm_80), and not turned off by MVRT_CUDA_FP32_GEMM=sgemm. */
-static int want_3xtf32(int *sm_count)
+static int want_3xtf32(int code_arch, int *sm_count)
 {
-    int dev = 0, major = 0;
+    int dev = 0;
     *sm_count = 0;
     if (!mvrt_cuda_gemm_3xtf32_built() || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
     const char *env = getenv("MVRT_CUDA_FP32_GEMM");
     if (env && strcmp(env, "sgemm") == 0) return 0;
-    return major >= 8;
+    /* the plugin's dispatch architecture and the code loaded from the
+     * CUTLASS file (built for the sm_80+ entries only) both sm_80+ */
+    return code_arch >= 80 && mvrt_cuda_gemm_3xtf32_code_arch() >= 80;
 }
 
-int mvrt_cuda_blas_create(void **out_blas, char *msg, size_t msg_n)
+int mvrt_cuda_blas_create(void **out_blas, int code_arch, char *msg, size_t msg_n)
 {
     pthread_once(&cublas_once, cublas_load);
     if (cublas_lib.loaded != 1) {
@@ -161,7 +162,7 @@ int mvrt_cuda_blas_create(void **out_blas, char *msg, size_t msg_n)
         free(b);
         return 1;
     }
-    b->fp32_3xtf32 = want_3xtf32(&b->sm_count);
+    b->fp32_3xtf32 = want_3xtf32(code_arch, &b->sm_count);
     /* Plain fp32 unless a call asks for TF32 through its compute type. */
     cublas_lib.set_math_mode(b->h, CUBLAS_DEFAULT_MATH);
     if (pthread_mutex_init(&b->lock, NULL) != 0) {

@@ -22,9 +22,12 @@
 extern "C" {
 #endif
 
-/* Creates the handle for the current device. Returns 0, or nonzero with a
- * message (the caller then runs every GEMM on its own kernel). */
-int mvrt_cuda_blas_create(void **out_blas, char *msg, size_t msg_n);
+/* Creates the handle for the current device. code_arch: the architecture
+ * whose paths the backend dispatches (the device's, capped by the loaded
+ * code): the 3xTF32 kernels are used only where it is 80 or more. Returns
+ * 0, or nonzero with a message (the caller then runs every GEMM on its own
+ * kernel). */
+int mvrt_cuda_blas_create(void **out_blas, int code_arch, char *msg, size_t msg_n);
 /* Releases it (the device must be current); NULL is a no-op. */
 void mvrt_cuda_blas_destroy(void *blas);
 /* 1 when this handle's fp32 GEMMs go to the 3xTF32 kernels (then the

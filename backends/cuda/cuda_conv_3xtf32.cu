@@ -1,6 +1,7 @@
 /* conv2d (NCHW) as CUTLASS's implicit-GEMM convolution on tensor cores:
- * 3xTF32 for fp32 math (fp32 accuracy), plain TF32 for fast math
- * (contract: cuda_conv_3xtf32.h).
+ * 3xTF32 for fp32 math (fp32 accuracy), plain TF32 for fast math, bf16
+ * operands with fp32 accumulation for bf16 math (contract:
+ * cuda_conv_3xtf32.h).
  *
  * Why: the shared conv path (ops/conv2d/conv2d_gpu.cuh) writes the patch
  * matrix X_col (9x the input for 3x3) and reads it back for the GEMM, then
@@ -11,6 +12,9 @@
  * transposes X to NHWC (one read and one write of the input), runs the
  * convolution into an NHWC scratch, and transposes the result into NCHW
  * with the bias (per output channel), the activation and the residual.
+ * In bf16 math the NHWC input and the KRSC filter are staged as bf16 (the
+ * transposes round to nearest even: the same operands the im2col + bf16
+ * GEMM path multiplied) and the NHWC result stays fp32.
  *
  * Chunks: at most MVRT_CONV_IMPLICIT_CAP bytes of NHWC input + output per
  * chunk (the scratch stays bounded at any batch); the filter in KRSC
@@ -66,8 +70,11 @@ bool forced()
 bool eligible(const mvrt_conv2d_params_t *p)
 {
     if (!forced() && p->batch * p->out_h * p->out_w < 8192) return false;
-    /* 16-byte vectors along C and K (CUTLASS's alignment 4); int sizes */
-    return (p->math == MVRT_MATH_FP32 || p->math == MVRT_MATH_FAST) && p->batch > 0 && p->in_channels % 4 == 0 && p->out_channels % 4 == 0 &&
+    /* 16-byte vectors along C and K (CUTLASS's alignment 4 floats, 8 bf16
+     * of the operands; the fp32 output 4); int sizes */
+    const int vec = p->math == MVRT_MATH_BF16 ? 8 : 4;
+    return (p->math == MVRT_MATH_FP32 || p->math == MVRT_MATH_FAST || p->math == MVRT_MATH_BF16) && p->batch > 0 &&
+           p->in_channels % vec == 0 && p->out_channels % vec == 0 &&
            p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 && p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 4 &&
            p->out_h * p->out_w <= INT_MAX / 4 && p->in_channels <= 65536 && p->out_channels <= 65536 &&
            !(p->kernel == 1 && p->stride == 1 && p->pad == 0);
@@ -88,18 +95,19 @@ int64_t chunk_cap_bytes()
 implicit_plan make_plan(const mvrt_conv2d_params_t *p)
 {
     implicit_plan c{};
-    const int64_t in_img = p->in_channels * p->in_h * p->in_w * 4;
+    const int64_t operand_bytes = p->math == MVRT_MATH_BF16 ? 2 : 4; /* staged input and filter */
+    const int64_t in_img = p->in_channels * p->in_h * p->in_w * operand_bytes;
     const int64_t out_img = p->out_channels * p->out_h * p->out_w * 4;
     int64_t chunk = chunk_cap_bytes() / (in_img + out_img);
     if (chunk < 1) chunk = 1;
     if (chunk > p->batch) chunk = p->batch;
     if (chunk > 65535) chunk = 65535; /* grid z of the transposes */
     /* CUTLASS indexes a tensor's elements with int */
-    while (chunk > 1 && (chunk * in_img / 4 > INT_MAX || chunk * out_img / 4 > INT_MAX)) chunk /= 2;
+    while (chunk > 1 && (chunk * in_img / operand_bytes > INT_MAX || chunk * out_img / 4 > INT_MAX)) chunk /= 2;
     c.chunk = chunk;
     c.in_bytes = align256(chunk * in_img);
     c.out_bytes = align256(chunk * out_img);
-    c.w_bytes = align256(p->out_channels * p->in_channels * p->kernel * p->kernel * 4);
+    c.w_bytes = align256(p->out_channels * p->in_channels * p->kernel * p->kernel * operand_bytes);
     c.scratch = c.in_bytes + c.out_bytes + c.w_bytes;
     return c;
 }
@@ -132,6 +140,12 @@ struct store_plain {
     __device__ void operator()(int64_t o, int, float v) const { dst[o] = v; }
 };
 
+/* NCHW -> NHWC in bf16 (round to nearest even) */
+struct store_bf16 {
+    cutlass::bfloat16_t *dst;
+    __device__ void operator()(int64_t o, int, float v) const { dst[o] = cutlass::bfloat16_t(v); }
+};
+
 /* NHWC -> NCHW: y = act(v + bias[k]) + residual, k the output channel */
 struct store_epilogue {
     float *y;
@@ -153,15 +167,16 @@ cudaError_t launch_transpose(const float *src, int rows, int cols, int64_t image
     return cudaGetLastError();
 }
 
-/* (K, C, R, S) -> (K, R, S, C) */
-__global__ void __launch_bounds__(256) kcrs_to_krsc_kernel(const float *__restrict__ w, float *__restrict__ wt, int K,
+/* (K, C, R, S) -> (K, R, S, C), as T (float, or bf16 rounded to nearest even) */
+template <typename T>
+__global__ void __launch_bounds__(256) kcrs_to_krsc_kernel(const float *__restrict__ w, T *__restrict__ wt, int K,
                                                            int C, int RS)
 {
     const int64_t n = (int64_t)K * C * RS;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t k = i / ((int64_t)C * RS), rem = i % ((int64_t)C * RS);
         const int64_t c = rem / RS, rs = rem % RS;
-        wt[(k * RS + rs) * C + c] = w[i];
+        wt[(k * RS + rs) * C + c] = T(w[i]);
     }
 }
 
@@ -213,6 +228,64 @@ struct conv_tf32 {
     }
 };
 
+/* bf16 operands (NHWC activations, KRSC filter), fp32 accumulation and
+ * fp32 NHWC output, on the m16n8k16 bf16 tensor-core instruction. */
+template <int TM, int TN, int TK, int WM, int WN, int STAGES>
+struct conv_bf16 {
+    using bf16 = cutlass::bfloat16_t;
+    using Kernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
+        bf16, cutlass::layout::TensorNHWC, bf16, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC,
+        float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
+        cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, 16>,
+        cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
+        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, cutlass::arch::OpMultiplyAdd,
+        cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, 8, 8>::Kernel;
+    using Conv = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
+
+    static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const bf16 *xt, const bf16 *wt,
+                   float *yt, char *msg, size_t msg_n)
+    {
+        using L = cutlass::layout::TensorNHWC;
+        const int n = (int)nb, h = (int)p->in_h, w = (int)p->in_w, c = (int)p->in_channels;
+        const int k = (int)p->out_channels, r = p->kernel, q = (int)p->out_w, pp = (int)p->out_h;
+        cutlass::conv::Conv2dProblemSize size(n, h, w, c, k, r, r, pp, q, p->pad, p->pad, p->stride, p->stride, 1,
+                                              1, cutlass::conv::Mode::kCrossCorrelation);
+        typename Conv::Arguments args(
+            size, cutlass::TensorRef<bf16, L>(const_cast<bf16 *>(xt), L::packed({n, h, w, c})),
+            cutlass::TensorRef<bf16, L>(const_cast<bf16 *>(wt), L::packed({k, r, r, c})),
+            cutlass::TensorRef<float, L>(yt, L::packed({n, pp, q, k})),
+            cutlass::TensorRef<float, L>(yt, L::packed({n, pp, q, k})), {1.f, 0.f});
+        Conv op;
+        if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
+        if (Conv::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
+        cutlass::Status st = op.initialize(args, nullptr, s);
+        if (st == cutlass::Status::kSuccess) st = op(s);
+        if (st != cutlass::Status::kSuccess) {
+            const cudaError_t e = cudaGetLastError();
+            snprintf(msg, msg_n, "bf16 implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)", n,
+                     c, h, w, k, r, p->stride, cutlassGetStatusString(st), cudaGetErrorName(e));
+            return MVRT_GPU_GEMM_FAILED;
+        }
+        return MVRT_GPU_GEMM_OK;
+    }
+};
+
+/* bf16 tiles, from MambaVision-T at batch 256 on an H200 (ms per op group,
+ * 2026-11-27; 128x32x32 s4, the fp32 path's choice for 80 / 160 channels,
+ * gave 20.67 ms for the whole model against 18.19-18.23 for the two
+ * below): 128x128x32 s4 took 80->80 56x56 (x2) 1.83 ms, 32->80 s2 0.69,
+ * 80->160 s2 0.51; 256x64x32 s3 took 160->160 28x28 (x6) 2.94 ms against
+ * 3.27 for 128x128. So: more than 128 output channels at stride 1 ->
+ * 256x64, else 128x128 (the padding of 80 channels to 128 costs less than
+ * narrower tiles' shared-memory traffic). */
+int run_conv_bf16(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const cutlass::bfloat16_t *xt,
+                  const cutlass::bfloat16_t *wt, float *yt, char *msg, size_t msg_n)
+{
+    if (p->out_channels > 128 && p->stride == 1)
+        return conv_bf16<256, 64, 32, 64, 64, 3>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+    return conv_bf16<128, 128, 32, 64, 64, 4>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+}
+
 int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const float *xt, const float *wt, float *yt,
              char *msg, size_t msg_n)
 {
@@ -240,18 +313,28 @@ extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t 
 {
     if (!eligible(p) || !scratch) return MVRT_GPU_GEMM_DECLINED;
     const implicit_plan c = make_plan(p);
+    using bf16 = cutlass::bfloat16_t;
+    const bool b16 = p->math == MVRT_MATH_BF16;
     float *xt = (float *)scratch;
     float *yt = (float *)((char *)scratch + c.in_bytes);
     float *wt = (float *)((char *)scratch + c.in_bytes + c.out_bytes);
     const int C = (int)p->in_channels, K = (int)p->out_channels, RS = p->kernel * p->kernel;
     const int HW = (int)(p->in_h * p->in_w), PQ = (int)(p->out_h * p->out_w);
-    kcrs_to_krsc_kernel<<<(unsigned)((K * (int64_t)C * RS + 255) / 256 < 4096 ? (K * (int64_t)C * RS + 255) / 256 : 4096),
-                          256, 0, s>>>(p->weight, wt, K, C, RS);
+    const unsigned wblocks =
+        (unsigned)((K * (int64_t)C * RS + 255) / 256 < 4096 ? (K * (int64_t)C * RS + 255) / 256 : 4096);
+    if (b16)
+        kcrs_to_krsc_kernel<<<wblocks, 256, 0, s>>>(p->weight, (bf16 *)wt, K, C, RS);
+    else
+        kcrs_to_krsc_kernel<<<wblocks, 256, 0, s>>>(p->weight, wt, K, C, RS);
     cudaError_t e = cudaGetLastError();
     for (int64_t b0 = 0; b0 < p->batch && e == cudaSuccess; b0 += c.chunk) {
         const int64_t nb = p->batch - b0 < c.chunk ? p->batch - b0 : c.chunk;
-        if ((e = launch_transpose(p->x + b0 * (int64_t)C * HW, C, HW, nb, store_plain{xt}, s)) != cudaSuccess) break;
-        const int rc = run_conv(s, p, nb, xt, wt, yt, msg, msg_n);
+        const float *x = p->x + b0 * (int64_t)C * HW;
+        e = b16 ? launch_transpose(x, C, HW, nb, store_bf16{(bf16 *)xt}, s)
+                : launch_transpose(x, C, HW, nb, store_plain{xt}, s);
+        if (e != cudaSuccess) break;
+        const int rc = b16 ? run_conv_bf16(s, p, nb, (const bf16 *)xt, (const bf16 *)wt, yt, msg, msg_n)
+                           : run_conv(s, p, nb, xt, wt, yt, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_OK) {
             /* declining is decided on the first chunk only (equal shapes
              * but the last chunk's image count, which CUTLASS does not

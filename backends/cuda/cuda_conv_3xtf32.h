@@ -1,14 +1,15 @@
 /* conv2d as CUTLASS's implicit-GEMM convolution on tensor cores, for the
- * CUDA backend: 3xTF32 for math fp32 (fp32 accuracy), TF32 for math fast
- * (the conv hook of
+ * CUDA backend: 3xTF32 for math fp32 (fp32 accuracy), TF32 for math fast,
+ * bf16 operands with fp32 accumulation and output for math bf16 (the conv
+ * hook of
  * backends/gpu_common/mv_gpu_launch.h). Built with the CUTLASS headers for
  * the sm_80+ targets (as cuda_gemm_3xtf32.h); without them every call
  * declines and the shared im2col path runs.
  *
  * mvrt_cuda_conv_3xtf32_scratch: bytes of scratch the conv needs for p, or
- * 0 when it will decline p (math bf16, fewer than 8192 output
+ * 0 when it will decline p (fewer than 8192 output
  * positions per op unless MVRT_CUDA_CONV=implicit, input or output channels
- * not multiples of 4, a 1x1 stride-1 unpadded conv that the shared path runs
+ * not multiples of 4, or of 8 in bf16 math, a 1x1 stride-1 unpadded conv that the shared path runs
  * as a plain GEMM). A pure function of the sizes (and the knob, read once).
  *
  * mvrt_cuda_conv_3xtf32: the whole op y = act(conv(x, w) + bias) + residual

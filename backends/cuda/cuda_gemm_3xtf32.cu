@@ -217,3 +217,19 @@ extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, i
 }
 
 #endif
+
+/* An empty kernel of this file (built for the sm_80+ entries of
+ * MVRT_CUDA_ARCHS only): its attributes say which of them the driver
+ * loaded for the current device. */
+__global__ void mvrt_cuda_3xtf32_code_arch_probe_kernel() {}
+
+extern "C" int mvrt_cuda_gemm_3xtf32_code_arch(void)
+{
+    cudaFuncAttributes a;
+    memset(&a, 0, sizeof a);
+    if (cudaFuncGetAttributes(&a, mvrt_cuda_3xtf32_code_arch_probe_kernel) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.ptxVersion;
+}

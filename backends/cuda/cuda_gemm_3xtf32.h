@@ -37,6 +37,10 @@ extern "C" {
 /* 1 when this build has the 3xTF32 kernels (CUTLASS found, an sm_80+
  * target); 0 otherwise (every call declines). */
 int mvrt_cuda_gemm_3xtf32_built(void);
+/* The architecture (major * 10 + minor) of the code of this file that the
+ * driver loaded for the current device, or 0 when it carries none the
+ * device can load: its kernels run only where this is 80 or more. */
+int mvrt_cuda_gemm_3xtf32_code_arch(void);
 int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, int sm_count, char *msg, size_t msg_n);
 
 #ifdef __cplusplus

@@ -66,6 +66,13 @@ typedef struct mvrt_gpu_device {
     mvrt_gpu_stream_t *streams;    /* created and wrapped streams */
     mvrt_gpu_scan_tuning_t tuning;
     mvrt_gpu_op_ctx_t opctx;        /* MambaVision ops: warp width, vendor BLAS hook */
+    /* The architecture whose paths host dispatch may choose, major * 10 +
+     * minor: the device's, capped by the code the plugin loaded for it
+     * (mvrt_gpu_loaded_code_arch) and by MVRT_CUDA_ARCH_CAP. Every
+     * "sm_80+" / "sm_90+" choice below reads this, never prop.major: a
+     * 75-virtual build on an H100 runs compute_75 code, which has neither
+     * the tensor-core, cluster nor dependent-launch paths. */
+    int code_arch;
     /* Fault injection for tests (<prefix>FAIL_OP_AT=N, read at open): the
      * N-th op_run on this device makes a real vendor error first (a stream
      * synchronize, which fails and invalidates the capture when the stream
@@ -89,7 +96,7 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
     char msg[256];
     void *blas = NULL;
     /* Without a usable cuBLAS the ops still run, on our own GEMM kernel. */
-    if (mvrt_cuda_blas_create(&blas, msg, sizeof msg) == 0) {
+    if (mvrt_cuda_blas_create(&blas, d->code_arch, msg, sizeof msg) == 0) {
         d->opctx.blas = blas;
         d->opctx.gemm = mvrt_cuda_blas_gemm;
         /* fp32 and fast convs as CUTLASS implicit GEMMs (3xTF32 / TF32)
@@ -108,7 +115,7 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
         const char *fp32 = getenv("MVRT_CUDA_FP32_GEMM");
         const char *cl = getenv("MVRT_CUDA_GEMM_CLUSTER");
         const int slices = cl ? atoi(cl) : 8;
-        if (d->prop.major >= 9 && !(fp32 && strcmp(fp32, "sgemm") == 0) && slices >= 1)
+        if (d->code_arch >= 90 && !(fp32 && strcmp(fp32, "sgemm") == 0) && slices >= 1)
             d->opctx.cluster_gemm = slices > 8 ? 8 : slices;
         /* and convs of few output tiles as one cluster kernel (implicit
          * GEMM: conv2d_gpu_cluster.cuh), with the same slice cap, unless
@@ -187,6 +194,42 @@ static mvrt_status_t mvrt_gpu_probe(int *out_count)
     return MVRT_OK;
 }
 
+#ifndef MVRT_GPU_BUILD_ARCHS
+#define MVRT_GPU_BUILD_ARCHS "(not recorded)"
+#endif
+
+/* Sets d->code_arch (see the field) for the current device, or fails when
+ * the plugin carries no code this device can load. */
+static mvrt_status_t mvrt_gpu_code_arch_open(mvrt_gpu_device_t *d)
+{
+    const int device_arch = d->prop.major * 10 + d->prop.minor;
+    gpuError_t e = gpuSuccess;
+    int loaded = mvrt_gpu_loaded_code_arch(&e);
+    if (loaded == 0)
+        return mvrt_gpu_host->set_error(MVRT_ERR_UNAVAILABLE,
+                                         MVRT_GPU_NAME ": device %d (%s, sm_%d%d) cannot load this plugin's code, built for "
+                                         "architectures " MVRT_GPU_BUILD_ARCHS " (%s: %s); rebuild with an architecture "
+                                         "this device runs, e.g. -DMVRT_CUDA_ARCHS=%d",
+                                         d->index, d->prop.name, d->prop.major, d->prop.minor, gpuGetErrorName(e),
+                                         gpuGetErrorString(e), device_arch);
+    if (loaded < 0 || loaded > device_arch) loaded = device_arch;
+    d->code_arch = loaded;
+    /* MVRT_CUDA_ARCH_CAP=75|80|...: choose the paths of that architecture
+     * (tests run the T4 / A100 dispatch on a newer GPU; see docs/api.md) */
+    const char *cap = getenv(MVRT_GPU_ENV_PREFIX "ARCH_CAP");
+    if (cap && *cap) {
+        char *end = NULL;
+        const long v = strtol(cap, &end, 10);
+        if (!end || *end != '\0' || v < 10 || v > 1000)
+            return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT,
+                                             MVRT_GPU_NAME ": " MVRT_GPU_ENV_PREFIX "ARCH_CAP=\"%s\" is not an architecture "
+                                             "such as 75, 80 or 90",
+                                             cap);
+        if (v < d->code_arch) d->code_arch = (int)v;
+    }
+    return MVRT_OK;
+}
+
 static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
 {
     int n = 0;
@@ -258,16 +301,22 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
     d->opctx.warp_size = d->prop.warpSize;
     d->opctx.sm_count = d->prop.multiProcessorCount;
+    if ((st = mvrt_gpu_code_arch_open(d)) != MVRT_OK) {
+        pthread_mutex_destroy(&d->lock);
+        gpuStreamDestroy(d->default_stream.s);
+        gpuMemPoolDestroy(d->pool);
+        goto fail;
+    }
 #ifdef MVRT_GPU_HOST_CUDA
-    d->opctx.mma_bf16 = d->prop.major >= 8;
+    d->opctx.mma_bf16 = d->code_arch >= 80;
     {
         /* MVRT_CUDA_FP32_ATTENTION=simt keeps fp32 attention on the fp32
          * SIMT kernel (tests compare both; no accuracy reason to) */
         const char *att = getenv("MVRT_CUDA_FP32_ATTENTION");
-        d->opctx.mma_tf32x3 = d->prop.major >= 8 && !(att && strcmp(att, "simt") == 0);
+        d->opctx.mma_tf32x3 = d->code_arch >= 80 && !(att && strcmp(att, "simt") == 0);
         /* key splits over clusters on sm_90+ (MVRT_CUDA_ATTENTION_SPLIT=0: off) */
         const char *split = getenv("MVRT_CUDA_ATTENTION_SPLIT");
-        d->opctx.split_attention = d->prop.major >= 9 && !(split && strcmp(split, "0") == 0);
+        d->opctx.split_attention = d->code_arch >= 90 && !(split && strcmp(split, "0") == 0);
         /* conv1d + x_proj + dt_proj of a mixer as one kernel for few tokens
          * (ops/mv/mixer_proj_gpu.cuh); MVRT_CUDA_MIXER_PROJ_TOKENS=n:
          * at most n tokens (0: never) */
@@ -281,13 +330,13 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
          * few rows on sm_90+ (ops/mv/mlp_gpu_cluster.cuh);
          * MVRT_CUDA_FUSED_MLP=0: never */
         const char *fm = getenv("MVRT_CUDA_FUSED_MLP");
-        d->opctx.fused_mlp = d->prop.major >= 9 && !(fm && strcmp(fm, "0") == 0);
+        d->opctx.fused_mlp = d->code_arch >= 90 && !(fm && strcmp(fm, "0") == 0);
         /* the batch-1 kernels that follow a kernel closely (fused mixer
          * projections, warp-scan forward, out_proj, fused MLP) start while
          * it ends on sm_90+: programmatic dependent launch; MVRT_CUDA_PDL=0:
          * off */
         const char *pdl = getenv("MVRT_CUDA_PDL");
-        d->opctx.dependent_launch = d->prop.major >= 9 && !(pdl && strcmp(pdl, "0") == 0);
+        d->opctx.dependent_launch = d->code_arch >= 90 && !(pdl && strcmp(pdl, "0") == 0);
         d->tuning.dependent_launch = d->opctx.dependent_launch;
     }
 #else
@@ -352,6 +401,17 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
     info.arch_major = d->prop.major;
     info.arch_minor = d->prop.minor;
     mvrt_gpu_arch_string(&d->prop, info.features, sizeof info.features);
+#ifdef MVRT_GPU_HOST_CUDA
+    {
+        /* the paths dispatch takes on this device with the loaded code */
+        const size_t used = strlen(info.features);
+        snprintf(info.features + used, sizeof info.features - used,
+                 " code=sm_%d tensor-cores=%s clusters=%s dependent-launch=%s fp32-gemm=%s", d->code_arch,
+                 d->opctx.mma_bf16 ? (d->opctx.mma_tf32x3 ? "bf16,tf32" : "bf16") : "none",
+                 d->opctx.cluster_gemm > 0 ? "yes" : "no", d->opctx.dependent_launch ? "yes" : "no",
+                 d->opctx.blas ? (mvrt_cuda_blas_uses_3xtf32(d->opctx.blas) ? "3xtf32" : "cublas") : "builtin");
+    }
+#endif
     *out = info;
     return MVRT_OK;
 }

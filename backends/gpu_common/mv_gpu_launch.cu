@@ -597,3 +597,30 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     }
     return MVRT_GPU_OP_OK;
 }
+
+/* ---- the architecture of the loaded code -------------------------------- */
+
+/* An empty kernel of this file: its attributes say which of the plugin's
+ * images the driver loaded for the current device. */
+__global__ void mvrt_gpu_code_arch_probe_kernel() {}
+
+int mvrt_gpu_loaded_code_arch(gpuError_t *out_err)
+{
+#if defined(MVRT_GPU_CUDA)
+    cudaFuncAttributes a;
+    memset(&a, 0, sizeof a);
+    const cudaError_t e = cudaFuncGetAttributes(&a, mvrt_gpu_code_arch_probe_kernel);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *out_err = e;
+        return 0;
+    }
+    /* ptxVersion: the virtual architecture the loaded code was compiled
+     * from (what __CUDA_ARCH__ was): 75 for code the driver JIT-compiled
+     * from compute_75 PTX, 90 for sm_90 machine code. */
+    return a.ptxVersion;
+#else
+    (void)out_err;
+    return -1; /* HIP: one code object per gfx target, no JIT across targets */
+#endif
+}

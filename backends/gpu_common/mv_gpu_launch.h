@@ -122,6 +122,16 @@ int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx);
 int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
                     gpuError_t *out_err, char *msg, size_t msg_n);
 
+/* The architecture of the code this plugin loaded for the current device,
+ * as major * 10 + minor of the virtual architecture it was compiled from
+ * (CUDA: 75 when the driver JIT-compiled compute_75 PTX on an H100, 90 for
+ * sm_90 machine code). The kernels compile their sm_80 / sm_90 paths only
+ * where that architecture has them, so host dispatch must choose by this,
+ * not by the device's compute capability. Returns 0 with *out_err set when
+ * the plugin carries no code the device can load; -1 on HIP (code objects
+ * are per gfx target: the device's own, or none). */
+int mvrt_gpu_loaded_code_arch(gpuError_t *out_err);
+
 #ifdef __cplusplus
 }
 #endif

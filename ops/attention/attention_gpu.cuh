@@ -474,6 +474,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
     }
 #else
     (void)p; (void)vec4;
+    mvrt_gpu_arch_missing();
 #endif
 }
 
@@ -515,7 +516,17 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 template <int DP, int R>
 __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel(mvrt_attention_params_t p, bool vec4)
 {
-#if defined(MVRT_ATT_MMA_DEVICE) && (R == 1 || defined(MVRT_ATT_SPLIT_DEVICE))
+#if defined(MVRT_ATT_MMA_DEVICE)
+#if !defined(MVRT_ATT_SPLIT_DEVICE)
+    /* key splits merge over a cluster (sm_90+): host dispatch launches R > 1
+     * only on sm_90+ code. (This test once sat in the #if above as
+     * "R == 1", which the preprocessor reads as 0 == 1: the whole kernel
+     * was empty in sm_80 code and fp32 attention silently wrong there.) */
+    if constexpr (R > 1) {
+        mvrt_gpu_arch_missing();
+        return;
+    }
+#endif
     constexpr int TQ = MVRT_ATT_TF_TQ, TK = MVRT_ATT_TF_TK, KB = 32; /* KB: keys per softmax step */
     constexpr int S = DP + 4;  /* row stride in floats (a multiple of 4: float4 stores) */
     constexpr int C4 = DP / 4; /* float4 chunks of a row */
@@ -667,6 +678,7 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
     }
 #else
     (void)p; (void)vec4;
+    mvrt_gpu_arch_missing();
 #endif
 }
 

@@ -34,6 +34,9 @@ typedef hipError_t mvrt_gpu_error_t;
 #define MVRT_SHFL(v, src, width) __shfl((v), (src), (width))
 /* Orders shared-memory accesses of the lanes of one wavefront. */
 #define MVRT_SYNCWARP() __builtin_amdgcn_wave_barrier()
+/* The body of a kernel compiled for an architecture that lacks its
+ * instructions (see the CUDA definition below): never launched on HIP. */
+static __device__ __forceinline__ void mvrt_gpu_arch_missing() { __builtin_trap(); }
 /* HIP has no programmatic dependent launch: stream order only (see the
  * CUDA definitions below) */
 static __device__ __forceinline__ void mvrt_grid_dep_wait() {}
@@ -73,6 +76,13 @@ typedef cudaError_t mvrt_gpu_error_t;
 #define MVRT_SYNCWARP() __syncwarp()
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x) { return __float2bfloat16(x); }
+/* The body of a kernel in code compiled for an architecture that lacks its
+ * instructions (e.g. the sm_90 cluster kernels in code JIT-compiled from
+ * compute_75 PTX). Host dispatch chooses by the loaded code's architecture
+ * (mvrt_gpu_loaded_code_arch), so this never runs; if a launch ever
+ * reaches it, the kernel traps and the stream reports an error instead of
+ * leaving its output unwritten: never a silently wrong result. */
+static __device__ __forceinline__ void mvrt_gpu_arch_missing() { __trap(); }
 /* Programmatic dependent launch (sm_90+). A kernel launched with it
  * (mvrt_launch_ex's `dependent`) may be scheduled while the kernel before
  * it on the stream still runs, once every block of that kernel has called

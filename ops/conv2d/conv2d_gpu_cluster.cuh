@@ -147,6 +147,7 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CCONV_SM_BLOCKS) conv
     cgemm_cluster_finish(g, sum, sm, m0, n0, mval, nval, bz);
 #else
     (void)a;
+    mvrt_gpu_arch_missing();
 #endif
 }
 

@@ -361,6 +361,7 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS) gemm_cluster_kernel(gemm_a
     cgemm_cluster_finish<LN>(g, acc, sm, m0, n0, mval, nval, bz, stats);
 #else
     (void)g, (void)ks, (void)tiles_n;
+    mvrt_gpu_arch_missing();
 #endif
 }
 
@@ -462,6 +463,7 @@ __global__ void __launch_bounds__(MVRT_CGEMM_THREADS, MVRT_CGEMM_CHUNKED_BLOCKS)
     cgemm_cluster_finish(g, sum, sm, m0, n0, mval, nval, bz);
 #else
     (void)g, (void)ks, (void)tiles_n;
+    mvrt_gpu_arch_missing();
 #endif
 }
 

@@ -231,6 +231,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
     }
 #else
     (void)p;
+    mvrt_gpu_arch_missing();
 #endif
 }
 

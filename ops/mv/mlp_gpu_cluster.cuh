@@ -509,6 +509,7 @@ __global__ void __launch_bounds__(32 * MVRT_MLP_WARPS_MAX) mlp_cluster_kernel(mv
     }
 #else
     (void)p;
+    mvrt_gpu_arch_missing();
 #endif
 }
 

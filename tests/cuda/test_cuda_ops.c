@@ -1024,6 +1024,14 @@ static const ccase_t conv_cases[] = {
     {"conv2d_fast_implicit_s2_c64_b12",  12,  64,  64,  64, 128, 3, 2, 1, 1, 0, RELU, 1, 1},
     {"conv2d_bf16_28x28x160_s1",     9, 160,  28,  28, 160, 3, 1, 1, 1, 1, GELU, 1, 2},
     {"conv2d_bf16_stem_s2_odd",      3,   3,  33,  31,  32, 3, 2, 1, 1, 0, RELU, 0, 2},
+    /* bf16 from 8192 output positions, channels multiples of 8: the
+     * implicit-GEMM conv on bf16 tensor cores (CUDA, CUTLASS built):
+     * 80 output channels (partial 32-wide tiles), stride 2, 5x5 taps,
+     * residual + activation epilogues; the 12-channel case declines it */
+    {"conv2d_bf16_implicit_56x56x80_b4",  4,  80,  56,  56,  80, 3, 1, 1, 1, 1, GELUT, 1, 2},
+    {"conv2d_bf16_implicit_s2_c64_b12",  12,  64,  64,  64, 128, 3, 2, 1, 1, 0, RELU, 1, 2},
+    {"conv2d_bf16_implicit_5x5_s2_res",  40,  16,  41,  39,  24, 5, 2, 2, 1, 1, SILU, 1, 2},
+    {"conv2d_bf16_implicit_c12_declines", 3,  12,  64,  64,  16, 3, 1, 1, 0, 1, NONE, 1, 2},
     /* few output tiles in fp32: the cluster conv on sm_90+ (implicit GEMM,
      * K split over a thread-block cluster): MambaVision-T's batch-1 convs
      * (S = 4 / 4 / 8 / 8 slices of 184 / 72 / 96 / 184 k on a 132-SM
@@ -1215,7 +1223,11 @@ int main(int argc, char **argv)
         TU_CHECK(vt->device_info(dev, &info));
         const int pinned = getenv("MVRT_CUDA_LN_FOLD") || getenv("MVRT_CUDA_GEMM_CLUSTER") ||
                            getenv("MVRT_CUDA_FP32_GEMM") || getenv("MVRT_CUDA_GEMM");
-        const int cluster = strcmp(info.backend, "cuda") == 0 && info.arch_major >= 9;
+        /* the paths' architecture: "code=sm_XX" of the features (the
+         * loaded code, capped by MVRT_CUDA_ARCH_CAP), else the device's */
+        const char *code = strstr(info.features, "code=sm_");
+        const int code_arch = code ? atoi(code + 8) : info.arch_major * 10 + info.arch_minor;
+        const int cluster = strcmp(info.backend, "cuda") == 0 && code_arch >= 90;
         check_taken("folded-LayerNorm", run_linear_ln_cases(), pinned ? -1 : cluster ? 6 : 0);
         setenv("MVRT_CUDA_LN_FOLD", "0", 1);
         if (reopen_device("lnfold0") != 0) return 1;

@@ -514,13 +514,19 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
      * 6, 8 and 9), unless the environment pins the GEMM paths */
     mvrt_device_info_t info;
     CHECK_OK(mvrt_backend_device_info(be, &info));
-    const int want_ln_fold = !strcmp(mvrt_backend_name(be), "cuda") && info.arch_major >= 9 &&
+    /* the architecture whose paths the backend takes: "code=sm_XX" in the
+     * features (the loaded code, capped by MVRT_CUDA_ARCH_CAP), else the
+     * device's */
+    int code_arch = info.arch_major * 10 + info.arch_minor;
+    const char *code = strstr(info.features, "code=sm_");
+    if (code) code_arch = atoi(code + 8);
+    const int want_ln_fold = !strcmp(mvrt_backend_name(be), "cuda") && code_arch >= 90 &&
                              !getenv("MVRT_CUDA_LN_FOLD") &&
                              !getenv("MVRT_CUDA_GEMM_CLUSTER") && !getenv("MVRT_CUDA_FP32_GEMM") &&
                              !getenv("MVRT_CUDA_GEMM");
     /* the MLP as one op (ops/mv/mlp_gpu_cluster.cuh) on CUDA sm_90+ at the
      * stage-3 shapes (cases 0 and 8) unless MVRT_CUDA_FUSED_MLP pins it */
-    const int want_mlp = !strcmp(mvrt_backend_name(be), "cuda") && info.arch_major >= 9 &&
+    const int want_mlp = !strcmp(mvrt_backend_name(be), "cuda") && code_arch >= 90 &&
                          !getenv("MVRT_CUDA_FUSED_MLP");
     /* heads > 0: an attention block (the folded LayerNorms before qkv and fc1) */
     static const struct { int dim, tokens, batch, d_state, d_conv, mlp, heads; } cases[] = {
