@@ -188,19 +188,23 @@ __global__ void __launch_bounds__(256) kcrs_to_krsc_kernel(const float *__restri
  * 80->160 s2 b64 0.275 -> 0.200, 160->320 s2 b128 0.387 -> 0.362 with
  * 128x64x16 s5). N tiles of 40, 80 or 96 compile but gave wrong results in
  * that probe: only power-of-two widths are used. */
-template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename MathOp>
-struct conv_tf32 {
+/* One CUTLASS Sm80 implicit-GEMM convolution: operands of element T (NHWC
+ * activations, KRSC filter), fp32 accumulation and fp32 NHWC output, on
+ * the tensor-core instruction INSTR with ALIGN-element vector loads.
+ * `what` names the arithmetic in error messages. */
+template <typename T, int TM, int TN, int TK, int WM, int WN, int STAGES, typename MathOp, int INSTR_K, int ALIGN>
+struct conv_implicit {
     using Kernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
-        float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC,
-        float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
-        cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, 8>,
+        T, cutlass::layout::TensorNHWC, T, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC, float,
+        cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
+        cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, INSTR_K>,
         cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
         cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, MathOp,
-        cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, 4, 4>::Kernel;
+        cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, ALIGN, ALIGN>::Kernel;
     using Conv = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
 
-    static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const float *xt, const float *wt,
-                   float *yt, char *msg, size_t msg_n)
+    static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const T *xt, const T *wt, float *yt,
+                   const char *what, char *msg, size_t msg_n)
     {
         using L = cutlass::layout::TensorNHWC;
         const int n = (int)nb, h = (int)p->in_h, w = (int)p->in_w, c = (int)p->in_channels;
@@ -208,8 +212,8 @@ struct conv_tf32 {
         cutlass::conv::Conv2dProblemSize size(n, h, w, c, k, r, r, pp, q, p->pad, p->pad, p->stride, p->stride, 1,
                                               1, cutlass::conv::Mode::kCrossCorrelation);
         typename Conv::Arguments args(
-            size, cutlass::TensorRef<float, L>(const_cast<float *>(xt), L::packed({n, h, w, c})),
-            cutlass::TensorRef<float, L>(const_cast<float *>(wt), L::packed({k, r, r, c})),
+            size, cutlass::TensorRef<T, L>(const_cast<T *>(xt), L::packed({n, h, w, c})),
+            cutlass::TensorRef<T, L>(const_cast<T *>(wt), L::packed({k, r, r, c})),
             cutlass::TensorRef<float, L>(yt, L::packed({n, pp, q, k})),
             cutlass::TensorRef<float, L>(yt, L::packed({n, pp, q, k})), {1.f, 0.f});
         Conv op;
@@ -219,56 +223,27 @@ struct conv_tf32 {
         if (st == cutlass::Status::kSuccess) st = op(s);
         if (st != cutlass::Status::kSuccess) {
             const cudaError_t e = cudaGetLastError();
-            snprintf(msg, msg_n, "%s implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)",
-                     p->math == MVRT_MATH_FAST ? "TF32" : "3xTF32", n, c, h, w, k, r, p->stride,
-                     cutlassGetStatusString(st), cudaGetErrorName(e));
+            snprintf(msg, msg_n, "%s implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)", what,
+                     n, c, h, w, k, r, p->stride, cutlassGetStatusString(st), cudaGetErrorName(e));
             return MVRT_GPU_GEMM_FAILED;
         }
         return MVRT_GPU_GEMM_OK;
     }
 };
 
-/* bf16 operands (NHWC activations, KRSC filter), fp32 accumulation and
- * fp32 NHWC output, on the m16n8k16 bf16 tensor-core instruction. */
+/* Tiles: GEMM M = output positions, N = output channels; 32-wide N tiles
+ * for channel counts that are not multiples of 64 (80, 160 in
+ * MambaVision: 64-wide tiles would pad 37.5 % / 17 % away). K slices of 16
+ * with 4-5 stages beat 32 with 3 (probe on an H100, 3xTF32, ms per conv:
+ * 80->80 56x56 b64 0.603 -> 0.471, 160->160 28x28 b128 0.798 -> 0.750,
+ * 80->160 s2 b64 0.275 -> 0.200, 160->320 s2 b128 0.387 -> 0.362 with
+ * 128x64x16 s5). N tiles of 40, 80 or 96 compile but gave wrong results in
+ * that probe: only power-of-two widths are used. */
+template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename MathOp>
+using conv_tf32 = conv_implicit<float, TM, TN, TK, WM, WN, STAGES, MathOp, 8, 4>;
+/* bf16 operands on the m16n8k16 bf16 instruction, 8-element (16-byte) loads */
 template <int TM, int TN, int TK, int WM, int WN, int STAGES>
-struct conv_bf16 {
-    using bf16 = cutlass::bfloat16_t;
-    using Kernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
-        bf16, cutlass::layout::TensorNHWC, bf16, cutlass::layout::TensorNHWC, float, cutlass::layout::TensorNHWC,
-        float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
-        cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, 16>,
-        cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
-        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, cutlass::arch::OpMultiplyAdd,
-        cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, 8, 8>::Kernel;
-    using Conv = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
-
-    static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const bf16 *xt, const bf16 *wt,
-                   float *yt, char *msg, size_t msg_n)
-    {
-        using L = cutlass::layout::TensorNHWC;
-        const int n = (int)nb, h = (int)p->in_h, w = (int)p->in_w, c = (int)p->in_channels;
-        const int k = (int)p->out_channels, r = p->kernel, q = (int)p->out_w, pp = (int)p->out_h;
-        cutlass::conv::Conv2dProblemSize size(n, h, w, c, k, r, r, pp, q, p->pad, p->pad, p->stride, p->stride, 1,
-                                              1, cutlass::conv::Mode::kCrossCorrelation);
-        typename Conv::Arguments args(
-            size, cutlass::TensorRef<bf16, L>(const_cast<bf16 *>(xt), L::packed({n, h, w, c})),
-            cutlass::TensorRef<bf16, L>(const_cast<bf16 *>(wt), L::packed({k, r, r, c})),
-            cutlass::TensorRef<float, L>(yt, L::packed({n, pp, q, k})),
-            cutlass::TensorRef<float, L>(yt, L::packed({n, pp, q, k})), {1.f, 0.f});
-        Conv op;
-        if (op.can_implement(args) != cutlass::Status::kSuccess) return MVRT_GPU_GEMM_DECLINED;
-        if (Conv::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
-        cutlass::Status st = op.initialize(args, nullptr, s);
-        if (st == cutlass::Status::kSuccess) st = op(s);
-        if (st != cutlass::Status::kSuccess) {
-            const cudaError_t e = cudaGetLastError();
-            snprintf(msg, msg_n, "bf16 implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)", n,
-                     c, h, w, k, r, p->stride, cutlassGetStatusString(st), cudaGetErrorName(e));
-            return MVRT_GPU_GEMM_FAILED;
-        }
-        return MVRT_GPU_GEMM_OK;
-    }
-};
+using conv_bf16 = conv_implicit<cutlass::bfloat16_t, TM, TN, TK, WM, WN, STAGES, cutlass::arch::OpMultiplyAdd, 16, 8>;
 
 /* bf16 tiles, from MambaVision-T at batch 256 on an H200 (ms per op group,
  * 2026-11-27; 128x32x32 s4, the fp32 path's choice for 80 / 160 channels,
@@ -282,8 +257,8 @@ int run_conv_bf16(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, con
                   const cutlass::bfloat16_t *wt, float *yt, char *msg, size_t msg_n)
 {
     if (p->out_channels > 128 && p->stride == 1)
-        return conv_bf16<256, 64, 32, 64, 64, 3>::run(s, p, nb, xt, wt, yt, msg, msg_n);
-    return conv_bf16<128, 128, 32, 64, 64, 4>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+        return conv_bf16<256, 64, 32, 64, 64, 3>::run(s, p, nb, xt, wt, yt, "bf16", msg, msg_n);
+    return conv_bf16<128, 128, 32, 64, 64, 4>::run(s, p, nb, xt, wt, yt, "bf16", msg, msg_n);
 }
 
 int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const float *xt, const float *wt, float *yt,
@@ -296,9 +271,11 @@ int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const fl
      * 160->320 s2 b128 128x64x16 s5 0.179 vs 0.148) */
     using f3 = cutlass::arch::OpMultiplyAddFastF32;
     using f1 = cutlass::arch::OpMultiplyAdd;
-    if (p->math == MVRT_MATH_FAST) return conv_tf32<128, 128, 32, 64, 64, 3, f1>::run(s, p, nb, xt, wt, yt, msg, msg_n);
-    if (p->out_channels % 64 == 0) return conv_tf32<128, 64, 16, 64, 32, 5, f3>::run(s, p, nb, xt, wt, yt, msg, msg_n);
-    return conv_tf32<128, 32, 16, 32, 32, 4, f3>::run(s, p, nb, xt, wt, yt, msg, msg_n);
+    if (p->math == MVRT_MATH_FAST)
+        return conv_tf32<128, 128, 32, 64, 64, 3, f1>::run(s, p, nb, xt, wt, yt, "TF32", msg, msg_n);
+    if (p->out_channels % 64 == 0)
+        return conv_tf32<128, 64, 16, 64, 32, 5, f3>::run(s, p, nb, xt, wt, yt, "3xTF32", msg, msg_n);
+    return conv_tf32<128, 32, 16, 32, 32, 4, f3>::run(s, p, nb, xt, wt, yt, "3xTF32", msg, msg_n);
 }
 
 } // namespace

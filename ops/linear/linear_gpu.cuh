@@ -229,6 +229,13 @@ __global__ void __launch_bounds__(256) epilogue_vec4_kernel(gemm_args g)
     }
 }
 
+/* Four bf16 (two 32-bit words, lower element first) as floats: exact. */
+static __device__ __forceinline__ float4 bf16x4_to_float4(unsigned lo, unsigned hi)
+{
+    return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u), __uint_as_float(hi << 16),
+                       __uint_as_float(hi & 0xffff0000u));
+}
+
 /* epilogue_vec4_kernel over a bf16 Y (the bf16 GEMM wrote bf16): 8-byte
  * loads and stores of 4 bf16; bias and activation in fp32, rounded once. */
 __global__ void __launch_bounds__(256) epilogue_bf16_vec4_kernel(gemm_args g)
@@ -241,9 +248,7 @@ __global__ void __launch_bounds__(256) epilogue_bf16_vec4_kernel(gemm_args g)
         const float4 *bcol = (g.bias && !g.bias_per_row) ? (const float4 *)g.bias : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < n4; n += (int64_t)gridDim.x * blockDim.x) {
             const uint2 h = y[n];
-            float4 v = make_float4(__uint_as_float(h.x << 16), __uint_as_float(h.x & 0xffff0000u),
-                                   __uint_as_float(h.y << 16), __uint_as_float(h.y & 0xffff0000u));
-            v = bias_act4(v, bcol, brow, n, g.act);
+            const float4 v = bias_act4(bf16x4_to_float4(h.x, h.y), bcol, brow, n, g.act);
             y[n] = make_uint2(mvrt_bf16x2_bits(v.x, v.y),
                               mvrt_bf16x2_bits(v.z, v.w));
         }
@@ -265,12 +270,8 @@ __global__ void __launch_bounds__(256) epilogue_bf16_vec8_kernel(gemm_args g)
         const float4 *bcol = (g.bias && !g.bias_per_row) ? (const float4 *)g.bias : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < n8; n += (int64_t)gridDim.x * blockDim.x) {
             const uint4 h = y[n];
-            float4 lo = make_float4(__uint_as_float(h.x << 16), __uint_as_float(h.x & 0xffff0000u),
-                                    __uint_as_float(h.y << 16), __uint_as_float(h.y & 0xffff0000u));
-            float4 hi = make_float4(__uint_as_float(h.z << 16), __uint_as_float(h.z & 0xffff0000u),
-                                    __uint_as_float(h.w << 16), __uint_as_float(h.w & 0xffff0000u));
-            lo = bias_act4(lo, bcol, brow, 2 * n, g.act);
-            hi = bias_act4(hi, bcol, brow, 2 * n + 1, g.act);
+            const float4 lo = bias_act4(bf16x4_to_float4(h.x, h.y), bcol, brow, 2 * n, g.act);
+            const float4 hi = bias_act4(bf16x4_to_float4(h.z, h.w), bcol, brow, 2 * n + 1, g.act);
             y[n] = make_uint4(mvrt_bf16x2_bits(lo.x, lo.y), mvrt_bf16x2_bits(lo.z, lo.w), mvrt_bf16x2_bits(hi.x, hi.y),
                               mvrt_bf16x2_bits(hi.z, hi.w));
         }
