@@ -183,11 +183,12 @@ static int backend_takes(mvrt_backend_t *be, const mvrt_op_params_t *op)
     return ok;
 }
 
-/* bf16 math on a backend that takes the bf16-storage op forms (the GPU
- * plugins; the CPU computes bf16 mode in fp32 and answers UNSUPPORTED):
- * activations read only by a bf16 GEMM (the LayerNorm outputs before
- * in_proj / qkv / fc1, the MLP hidden) are stored as bf16 by their
- * producers, which saves a rounding pass over each of them. Asked once per
+/* bf16 math on a backend that takes the bf16-storage op forms (every
+ * backend now; the CPU with fp32 math through scratch): activations read
+ * only by a bf16 GEMM (the LayerNorm outputs before in_proj / qkv / fc1,
+ * the MLP hidden) are stored as bf16 by their producers, which saves a
+ * rounding pass over each of them on GPUs and makes the CPU's bf16 graph
+ * round the same activations. Asked once per
  * graph, through op_scratch_size, leaving the thread's message as it was. */
 static int backend_takes_bf16_storage(mvrt_backend_t *be)
 {

@@ -396,10 +396,11 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
 
 /* ---- MambaVision ops ---------------------------------------------------- */
 
-/* The bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16) are
- * GPU-only: the CPU computes bf16 math in fp32 on float buffers. So are
- * the fused mixer projections, the fused MLP and the linear with a folded
- * LayerNorm: the CPU runs the ops they fuse. */
+/* The fused mixer projections, the fused MLP and the linear with a folded
+ * LayerNorm are GPU-only forms: the CPU runs the ops they fuse. The
+ * bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16) run here
+ * too, in fp32 math through scratch (ops/common/mv_cpu.h), so that a bf16
+ * graph stores the same activations in 16 bits on every backend. */
 static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
 {
     if (p->kind == MVRT_OP_MIXER_PROJ)
@@ -408,30 +409,32 @@ static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: the fused MLP is a GPU-only form");
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: a linear with a folded LayerNorm is a GPU-only form");
-    if ((p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y_bf16) ||
-        (p->kind == MVRT_OP_LINEAR && (p->u.linear.a_bf16 || p->u.linear.y_bf16)))
-        return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: bf16 storage of op kind %d is a GPU-only form", p->kind);
     return MVRT_OK;
 }
 
-/* No op needs scratch on the CPU; answers which forms it takes (the graph
- * runner probes the bf16-storage forms with it). */
+/* Scratch of the bf16-storage forms (fp32 copies), 0 for the others;
+ * answers which forms the CPU takes (the graph runner probes with it). */
 static mvrt_status_t mvrt_cpu_op_scratch_entry(void *device, const mvrt_op_params_t *p, size_t *out_bytes)
 {
     (void)device;
-    *out_bytes = 0;
-    return cpu_op_form_check(p);
+    const mvrt_status_t st = cpu_op_form_check(p);
+    if (st == MVRT_OK)
+        *out_bytes = mvrt_cpu_op_scratch_bytes(p);
+    return st;
 }
 
 static mvrt_status_t mvrt_cpu_op_run_entry(void *device, void *stream, const mvrt_op_params_t *p,
                                            void *scratch)
 {
     (void)stream;
-    (void)scratch;
     const mvrt_status_t st = cpu_op_form_check(p);
     if (st != MVRT_OK)
         return st;
-    if (mvrt_cpu_op_run(p, mvrt_cpu_threads(device)) != 0)
+    const int rc = mvrt_cpu_op_run(p, scratch, mvrt_cpu_threads(device));
+    if (rc == -2)
+        return CPU_ERROR(MVRT_ERR_INVALID_ARGUMENT, "cpu: op kind %d (bf16 storage) needs %zu bytes of scratch, got none",
+                         p->kind, mvrt_cpu_op_scratch_bytes(p));
+    if (rc != 0)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: op kind %d is not implemented", p->kind);
     return MVRT_OK;
 }

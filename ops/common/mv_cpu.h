@@ -3,19 +3,29 @@
  *
  * mvrt_cpu_op_run runs one op to completion on the calling thread plus up to
  * `threads` - 1 OpenMP workers. Parameters are already validated. Returns 0,
- * or -1 for an op kind this library does not implement. The linear uses
+ * -1 for an op kind this library does not implement, or -2 when the op
+ * needs scratch (mvrt_cpu_op_scratch_bytes > 0) and `scratch` is NULL.
+ * The bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16: the
+ * graph's 16-bit activations) compute in fp32 exactly as the float forms
+ * do: a 16-bit A is widened (exactly) into scratch, a 16-bit output is
+ * computed into scratch and rounded to nearest even once, after bias and
+ * activation, as the GPU backends store it. The linear uses
  * OpenBLAS (cblas_sgemm) when the build found it, else mvrt's own blocked
  * SGEMM; mvrt_cpu_gemm_library() names which ("openblas" / "builtin"). */
 #ifndef MVRT_OPS_MV_CPU_H
 #define MVRT_OPS_MV_CPU_H
 
+#include <stddef.h>
 #include "mv_op_params.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-int mvrt_cpu_op_run(const mvrt_op_params_t *p, int threads);
+int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads);
+/* Bytes of scratch mvrt_cpu_op_run needs for p: fp32 copies of the
+ * bf16-stored operands of the storage forms; 0 for every other op. */
+size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p);
 const char *mvrt_cpu_gemm_library(void);
 
 #ifdef __cplusplus

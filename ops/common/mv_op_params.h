@@ -64,8 +64,8 @@ typedef struct mvrt_layernorm_params {
     float *y; int64_t y_ld;
     const float *weight, *bias;   /* (cols) */
     float eps;
-    /* GPU backends only (the CPU answers UNSUPPORTED): 1 = y holds bf16
-     * bits (uint16_t, row stride y_ld elements), rounded to nearest even,
+    /* 1 = y holds bf16 bits (uint16_t, row stride y_ld elements), rounded
+     * to nearest even (the CPU computes into scratch and rounds),
      * instead of floats; y may then not alias x. The graph runner asks for
      * it in bf16 math mode where only a bf16 GEMM reads y. */
     int y_bf16;
@@ -95,9 +95,8 @@ typedef struct mvrt_linear_params {
     int activation;   /* mvrt_activation_t */
     float beta;       /* 0 or 1 */
     int math;         /* mvrt_math_mode_t */
-    /* GPU backends only (the CPU answers UNSUPPORTED): bf16 storage, bits
-     * as uint16_t with the same leading dimensions and batch strides in
-     * elements. a_bf16: A is bf16. y_bf16: Y is stored as bf16 (rounded
+    /* bf16 storage, bits as uint16_t with the same leading dimensions and
+     * batch strides in elements (the CPU converts through scratch). a_bf16: A is bf16. y_bf16: Y is stored as bf16 (rounded
      * after bias and activation; beta must be 0). With math BF16 and a
      * vendor GEMM the product reads / writes them directly; otherwise they
      * are converted through fp32 scratch. */

@@ -170,7 +170,7 @@ static void run_linear(const lin_case_t *c, const char *kernel)
     p->residual = R;
     p->math = MVRT_MATH_FP32;
 
-    if (mvrt_ref_op_run(&op, ref) != 0 || mvrt_cpu_op_run(&op, c->threads) != 0) {
+    if (mvrt_ref_op_run(&op, ref) != 0 || mvrt_cpu_op_run(&op, NULL, c->threads) != 0) {
         printf("FAIL linear: op_run returned an error\n");
         failures++;
     } else {
@@ -287,7 +287,7 @@ static void activation_cases(const char *kernel)
             p->ldy = N;
             p->activation = act;
             mvrt_ref_op_run(&op, ref);
-            mvrt_cpu_op_run(&op, th);
+            mvrt_cpu_op_run(&op, NULL, th);
             char what[160];
             snprintf(what, sizeof what, "%s activation %s on [-12, 12] th%d", kernel, act_names[act],
                      th);
@@ -351,7 +351,7 @@ static void run_conv(const conv_case_t *c, const char *kernel)
     p->y = y;
     p->activation = c->act;
 
-    if (mvrt_ref_op_run(&op, ref) != 0 || mvrt_cpu_op_run(&op, c->threads) != 0) {
+    if (mvrt_ref_op_run(&op, ref) != 0 || mvrt_cpu_op_run(&op, NULL, c->threads) != 0) {
         printf("FAIL conv2d: op_run returned an error\n");
         failures++;
     } else {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/common/cpu_half.h"
 #include "ops/common/mv_cpu.h"
 #include "ops/common/mv_reference.h"
 
@@ -136,10 +137,17 @@ static int compare(const char *op, const char *name, int threads, const float *g
 
 static void run_cpu(const mvrt_op_params_t *op, int threads)
 {
-    if (mvrt_cpu_op_run(op, threads) != 0) {
+    /* the scratch the op asks for (the bf16-storage forms), NaN-filled:
+     * a kernel that read it before writing would show */
+    const size_t bytes = mvrt_cpu_op_scratch_bytes(op);
+    float *scratch = bytes ? falloc(bytes / sizeof(float)) : NULL;
+    if (scratch)
+        fill_nan(scratch, bytes / sizeof(float));
+    if (mvrt_cpu_op_run(op, scratch, threads) != 0) {
         printf("FAIL  mvrt_cpu_op_run rejected kind %d\n", op->kind);
         g_failures++;
     }
+    free(scratch);
 }
 
 static void run_ref(const mvrt_op_params_t *op, double *out)
@@ -210,6 +218,144 @@ static void test_layernorm(int64_t rows, int64_t cols, int64_t x_ld, int64_t y_l
         free(y);
     free(ref);
     free(init);
+}
+
+/* ---------------- bf16 storage (the graph's 16-bit activations) ----------------
+ * LayerNorm with a bf16 output and linears with a bf16 A and/or Y, against
+ * the double reference of the same op on the float values (a bf16 A holds
+ * exactly the floats the reference reads). A bf16 output is the fp32
+ * result rounded to nearest even once: within half a bf16 ulp, at most
+ * 2^-8 of |ref| (truncation would err by up to 2^-7), plus the fp32
+ * kernel's own error. Elements outside the output (row padding) keep a
+ * sentinel NaN pattern, checked bit for bit. */
+#define S16_RTOL (1.0 / 256.0)
+#define S16_SENTINEL 0x7fc1u
+
+static uint16_t *u16alloc(size_t n)
+{
+    uint16_t *p = malloc((n ? n : 1) * sizeof(uint16_t));
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++)
+        p[i] = S16_SENTINEL;
+    return p;
+}
+
+/* Decodes a bf16 output (rows x cols at ld, count matrices at stride) into
+ * got; counts sentinel elements that changed outside the output. */
+static size_t decode16(const uint16_t *y16, size_t n, int64_t count, int64_t stride, int64_t rows, int64_t cols,
+                       int64_t ld, float *got)
+{
+    size_t touched = 0;
+    for (size_t i = 0; i < n; i++)
+        got[i] = mvrt_bf16_to_f32(y16[i]);
+    for (size_t i = 0; i < n; i++) {
+        const int64_t b = (int64_t)i / (stride ? stride : (int64_t)n), rem = (int64_t)i - b * (stride ? stride : 0);
+        const int inside = b < count && rem / ld < rows && rem % ld < cols;
+        if (!inside && y16[i] != S16_SENTINEL)
+            touched++;
+    }
+    return touched;
+}
+
+static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_t y_ld, double mean, double spread)
+{
+    char name[128];
+    snprintf(name, sizeof name, "bf16 out %lldx%lld ld %lld/%lld mean %g", (long long)rows, (long long)cols,
+             (long long)x_ld, (long long)y_ld, mean);
+    const size_t nx = (size_t)((rows - 1) * x_ld + cols), ny = (size_t)((rows - 1) * y_ld + cols);
+    float *x = falloc(nx), *w = falloc((size_t)cols), *b = falloc((size_t)cols), *got = falloc(ny);
+    double *ref = dalloc(ny);
+    fill_uniform(x, nx, mean, spread);
+    fill_uniform(w, (size_t)cols, 1.0, 0.5);
+    fill_uniform(b, (size_t)cols, 0.0, 0.5);
+    mvrt_op_params_t op = {.kind = MVRT_OP_LAYERNORM};
+    op.u.layernorm = (mvrt_layernorm_params_t){.rows = rows, .cols = cols, .x = x, .x_ld = x_ld, .y = got,
+                                                .y_ld = y_ld, .weight = w, .bias = b, .eps = 1e-5f};
+    for (size_t i = 0; i < ny; i++)
+        ref[i] = NAN; /* outside the output: checked through the sentinel */
+    run_ref(&op, ref);
+    for (int t = 1; t <= 2; t++) {
+        uint16_t *y16 = u16alloc(ny);
+        op.u.layernorm.y = (float *)(void *)y16;
+        op.u.layernorm.y_bf16 = 1;
+        run_cpu(&op, t);
+        const size_t touched = decode16(y16, ny, 1, 0, rows, cols, y_ld, got);
+        for (size_t i = 0; i < ny; i++) /* padding: NaN on both sides */
+            if (isnan(ref[i]) && y16[i] == S16_SENTINEL)
+                got[i] = NAN;
+        compare("layernorm", name, t, got, ref, ny, S16_RTOL, LN_ATOL * max_abs(ref, ny));
+        if (touched) {
+            printf("FAIL  layernorm %s: %zu padding elements written\n", name, touched);
+            g_failures++;
+        }
+        free(y16);
+    }
+    free(x), free(w), free(b), free(got), free(ref);
+}
+
+/* A (M x K, or K x M with ta) per batch item with row padding, B a shared
+ * PyTorch weight (N x K), a per-column bias; a16: A stored bf16; y16: Y
+ * stored bf16 (else fp32). */
+static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16, int y16, int act)
+{
+    char name[128];
+    snprintf(name, sizeof name, "bf16 %s%s b%lld %lldx%lldx%lld%s act %d", a16 ? "A" : "", y16 ? "Y" : "",
+             (long long)batch, (long long)M, (long long)N, (long long)K, ta ? " ta" : "", act);
+    const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + 3, sa = ra * lda + 5;
+    const int64_t ldy = N + 2, sy = M * ldy + 4;
+    const size_t na = (size_t)(batch * sa), nb = (size_t)(N * K), ny = (size_t)(batch * sy);
+    float *A = falloc(na), *B = falloc(nb), *bias = falloc((size_t)N), *Y = falloc(ny), *got = falloc(ny);
+    double *ref = dalloc(ny);
+    fill_uniform(A, na, 0.0, 1.0);
+    for (size_t i = 0; i < na; i++) /* values a bf16 A holds exactly */
+        A[i] = mvrt_bf16_to_f32(mvrt_f32_to_bf16(A[i]));
+    fill_uniform(B, nb, 0.0, 1.0);
+    fill_uniform(bias, (size_t)N, 0.0, 1.0);
+    uint16_t *A16 = u16alloc(na);
+    for (size_t i = 0; i < na; i++)
+        A16[i] = mvrt_f32_to_bf16(A[i]);
+    mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
+    op.u.linear = (mvrt_linear_params_t){.batch = batch, .M = M, .N = N, .K = K, .A = A, .lda = lda,
+                                          .batch_stride_a = sa, .trans_a = ta, .B = B, .ldb = K,
+                                          .batch_stride_b = 0, .trans_b = 1, .Y = Y, .ldy = ldy,
+                                          .batch_stride_y = sy, .bias = bias, .activation = act,
+                                          .math = MVRT_MATH_BF16};
+    for (size_t i = 0; i < ny; i++)
+        ref[i] = NAN;
+    run_ref(&op, ref);
+    const double atol = 2e-6 * sqrt((double)K) * max_abs(ref, ny);
+    for (int t = 1; t <= 2; t++) {
+        mvrt_op_params_t q = op;
+        q.u.linear.a_bf16 = a16, q.u.linear.y_bf16 = y16;
+        if (a16)
+            q.u.linear.A = (const float *)(const void *)A16;
+        uint16_t *Y16 = y16 ? u16alloc(ny) : NULL;
+        if (y16) {
+            q.u.linear.Y = (float *)(void *)Y16;
+        } else {
+            fill_nan(Y, ny);
+        }
+        run_cpu(&q, t);
+        size_t touched = 0;
+        if (y16) {
+            touched = decode16(Y16, ny, batch, sy, M, N, ldy, got);
+            for (size_t i = 0; i < ny; i++)
+                if (isnan(ref[i]) && Y16[i] == S16_SENTINEL)
+                    got[i] = NAN;
+        } else {
+            memcpy(got, Y, ny * sizeof(float));
+        }
+        compare("linear", name, t, got, ref, ny, y16 ? S16_RTOL : 1e-5, atol);
+        if (touched) {
+            printf("FAIL  linear %s: %zu padding elements written\n", name, touched);
+            g_failures++;
+        }
+        free(Y16);
+    }
+    free(A), free(B), free(bias), free(Y), free(got), free(ref), free(A16);
 }
 
 /* ---------------- depthwise conv1d + SiLU ---------------- */
@@ -476,6 +622,17 @@ int main(void)
     test_layernorm(33, 196, 200, 197, 0, -250.0, 0.01);
     test_layernorm(300, 160, 160, 160, 0, 0.0, 3.0);
     test_layernorm(257, 97, 101, 99, 1, 10.0, 1.0);
+
+    /* bf16 storage forms: LayerNorm outputs (padded rows, a large mean),
+     * the MLP's fc1 (bf16 A and Y, bias + GELU) and fc2 (bf16 A, fp32 Y),
+     * a transposed batched A, odd sizes */
+    test_layernorm_bf16(1, 1, 1, 1, 0.0, 1.0);
+    test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0);
+    test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0);
+    test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF);
+    test_linear_bf16(1, 37, 33, 129, 0, 1, 0, MVRT_ACT_NONE);
+    test_linear_bf16(3, 17, 9, 21, 1, 1, 1, MVRT_ACT_SILU);
+    test_linear_bf16(2, 5, 7, 3, 0, 0, 1, MVRT_ACT_RELU);
 
     /* Depthwise conv1d: widths 1..5 (odd and even 'same' padding), lengths
      * 1 and 2 (shorter than the kernel), the MambaVision token-major read,
