@@ -10,6 +10,7 @@
 #include "mvrt/selective_scan.h"
 #include "mvrt/safetensors.h"
 #include "mvrt/model.h"
+#include "mvrt/preprocess.h"
 #include "mvrt/debug.h"
 
 #endif
