@@ -55,6 +55,76 @@ static const bench_row_t cpu_rows[] = {
     {"MambaVision-T, batch 4", 0, "T", 0, 0, 4, 0, 0, NULL, 0},
 };
 
+/* ---- same-call PyTorch figures (--anchor FILE) ----
+ * shared/anchors/torch_mambavision.py writes {"T b256 compile-bf16":
+ * {"img_s": 19420.7, "ms": 13.18}, ...} from the same device call; each
+ * network row prints its ratio to every mode of its config, batch and
+ * precision found there. */
+static char *anchor_json;
+
+static int anchor_load(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "mvrt bench: cannot open the anchor file %s\n", path);
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) {
+            char *bigger = realloc(buf, 2 * cap + 1);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger, cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        fprintf(stderr, "mvrt bench: out of memory reading %s\n", path);
+        return -1;
+    }
+    buf[n] = '\0';
+    anchor_json = buf;
+    return 0;
+}
+
+/* img/s of entry "<config> b<batch> <mode>", or 0 when absent. */
+static double anchor_img_s(const char *config, int64_t batch, const char *mode)
+{
+    char key[96];
+    snprintf(key, sizeof key, "\"%s b%lld %s\"", config, (long long)batch, mode);
+    const char *at = anchor_json ? strstr(anchor_json, key) : NULL;
+    const char *end = at ? strchr(at + strlen(key), '}') : NULL;
+    const char *v = at ? strstr(at + strlen(key), "\"img_s\"") : NULL;
+    if (!v || (end && v > end))
+        return 0.0;
+    v = strchr(v + 7, ':');
+    return v ? strtod(v + 1, NULL) : 0.0;
+}
+
+static void anchor_print(const bench_row_t *row, double items_per_s)
+{
+    static const char *const fp32_modes[] = {"eager-fp32", "compile-fp32", "graphs-fp32", NULL};
+    static const char *const bf16_modes[] = {"eager-bf16", "compile-bf16", "autotune-bf16", "graphs-bf16", NULL};
+    if (!anchor_json || row->block || (row->math != 0 && row->math != 2))
+        return;
+    int any = 0;
+    for (const char *const *m = row->math == 2 ? bf16_modes : fp32_modes; *m; m++) {
+        const double theirs = anchor_img_s(row->config, row->batch, *m);
+        if (theirs <= 0.0)
+            continue;
+        printf("%s %s %.2fx", any ? "," : "    same call, mvrt / PyTorch:", *m, items_per_s / theirs);
+        any = 1;
+    }
+    if (any)
+        printf("\n");
+}
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -218,14 +288,20 @@ int mvrt_bench_model(int argc, char **argv)
             profile = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
-        else {
-            fprintf(stderr, "usage: mvrt bench %s [--backend NAME] [--quick] [--profile] [--only TEXT]\n", argv[0]);
+        else if (!strcmp(argv[i], "--anchor") && i + 1 < argc) {
+            if (anchor_load(argv[++i]) != 0)
+                return 2;
+        } else {
+            fprintf(stderr, "usage: mvrt bench %s [--backend NAME] [--quick] [--profile] [--only TEXT] [--anchor JSON]\n",
+                    argv[0]);
             return 2;
         }
     }
     mvrt_backend_t *be = NULL;
     if (mvrt_backend_open(backend, &be) != MVRT_OK) {
         fprintf(stderr, "mvrt bench %s: %s\n", argv[0], mvrt_last_error());
+        free(anchor_json);
+        anchor_json = NULL;
         return 77;
     }
     mvrt_device_info_t info;
@@ -275,11 +351,14 @@ int mvrt_bench_model(int argc, char **argv)
                 printf(" (target %.2fx: %s)", row->target_ratio, ratio >= row->target_ratio ? "met" : "NOT met");
             printf("\n");
         }
+        anchor_print(row, (double)row->batch * 1e3 / ms);
         if (profile) {
             print_profile(&kept);
             mvrt_mr_close(&kept);
         }
         fflush(stdout);
     }
+    free(anchor_json);
+    anchor_json = NULL;
     return failures ? 1 : 0;
 }

@@ -10,8 +10,11 @@ static void bench_usage(FILE *to)
     fprintf(to,
             "usage: mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype f32|f16|bf16]\n"
             "       mvrt bench model|block [--backend NAME] [--quick] [--profile] [--only TEXT]\n"
+            "                              [--anchor JSON]\n"
             "  scan   selective scan forward + backward on the shared/ANCHORS.md shapes\n"
-            "  model  MambaVision-T/B networks through graphs vs PyTorch (ANCHORS.md)\n"
+            "  model  MambaVision-T/B/L networks through graphs vs PyTorch (ANCHORS.md);\n"
+            "         --anchor: also the ratio to each PyTorch mode of the same config,\n"
+            "         batch and precision in torch_mambavision.py's JSON of the same call\n"
             "  block  MambaVision stage-3 blocks through graphs vs PyTorch (ANCHORS.md)\n");
 }
 
