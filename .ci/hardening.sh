@@ -39,7 +39,7 @@ vg_build=$prefix-valgrind
 fuzz_seconds=${MVRT_FUZZ_SECONDS:-60}
 jobs=${JOBS:-$(nproc)}
 parts=${MVRT_HARDENING_PARTS:-fuzz tsan valgrind}
-targets="fuzz_safetensors fuzz_model_config fuzz_scan_args"
+targets="fuzz_safetensors fuzz_model_config fuzz_scan_args fuzz_image"
 common=(-DMVRT_WITH_CUDA=OFF -DMVRT_WITH_HIP=OFF -DMVRT_WITH_TF=OFF
         -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 

@@ -111,18 +111,10 @@ int mvrt_mr_open(mvrt_mr_t *mr, const mvrt_mr_spec_t *spec, mvrt_status_t *statu
         mr->host_in[i] = (float)((double)(s >> 11) * (2.0 / 9007199254740992.0) - 1.0);
     }
     /* The same images every batch: uploaded once, so batches time the model. */
-    int64_t first = 0;
-    for (int d = 0; d < mr->ndev; d++) {
-        mvrt_graph_input(mr->graph[d], &tin);
-        st = mvrt_copy_host_to_device(mr->stream[d], tin.buffer, tin.offset, mr->host_in + first * mr->in_item,
-                                      (size_t)(mr->part[d] * mr->in_item) * sizeof(float));
-        if (st == MVRT_OK)
-            st = mvrt_stream_synchronize(mr->stream[d]);
-        if (st != MVRT_OK) {
-            mr_fail(err, errlen, status, st, "uploading the input");
-            goto done;
-        }
-        first += mr->part[d];
+    if (mvrt_mr_upload(mr, err, errlen) != 0) {
+        if (status)
+            *status = MVRT_ERR_DEVICE;
+        goto done;
     }
     rc = 0;
 done:
@@ -130,6 +122,24 @@ done:
     if (rc)
         mvrt_mr_close(mr);
     return rc;
+}
+
+int mvrt_mr_upload(mvrt_mr_t *mr, char *err, size_t errlen)
+{
+    int64_t first = 0;
+    for (int d = 0; d < mr->ndev; d++) {
+        mvrt_tensor_t tin;
+        mvrt_graph_input(mr->graph[d], &tin);
+        mvrt_status_t st = mvrt_copy_host_to_device(mr->stream[d], tin.buffer, tin.offset,
+                                                    mr->host_in + first * mr->in_item,
+                                                    (size_t)(mr->part[d] * mr->in_item) * sizeof(float));
+        if (st == MVRT_OK)
+            st = mvrt_stream_synchronize(mr->stream[d]);
+        if (st != MVRT_OK)
+            return mr_fail(err, errlen, NULL, st, "uploading the input");
+        first += mr->part[d];
+    }
+    return 0;
 }
 
 int mvrt_mr_run(mvrt_mr_t *mr, char *err, size_t errlen)

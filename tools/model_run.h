@@ -37,6 +37,8 @@ typedef struct mvrt_mr_spec {
  * runs on the same images). 0 on success, else -1 with a
  * message in err (and *status the mvrt status). */
 int mvrt_mr_open(mvrt_mr_t *mr, const mvrt_mr_spec_t *spec, mvrt_status_t *status, char *err, size_t errlen);
+/* Uploads host_in (the whole batch, split over the devices) and waits. */
+int mvrt_mr_upload(mvrt_mr_t *mr, char *err, size_t errlen);
 /* One batch: run on every device, outputs back to host_out, wait. */
 int mvrt_mr_run(mvrt_mr_t *mr, char *err, size_t errlen);
 void mvrt_mr_close(mvrt_mr_t *mr);

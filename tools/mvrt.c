@@ -13,6 +13,8 @@ static void print_usage(FILE *to)
             "usage:\n"
             "  mvrt run [--backend NAME] [--config T] [--batch N] [--weights FILE] ...\n"
             "                                     run MambaVision: images/s, latency, checksum\n"
+            "  mvrt classify [--weights FILE] [--config T] [--top K] [--json] FILE|DIR...\n"
+            "                                     top-K ImageNet classes of JPEG / PNG files\n"
             "  mvrt info                          backends, devices, why unavailable\n"
             "  mvrt check FILE [--backend NAME] [--dtype f32|f16|bf16] [--strided]\n"
             "             [--threads N] [--verbose]\n"
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
         return mvrt_cmd_check(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return mvrt_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "classify") == 0)
+        return mvrt_cmd_classify(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return mvrt_cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "mvrt: unknown command '%s'\n\n", cmd);

@@ -51,6 +51,33 @@ MVRT_API mvrt_status_t mvrt_preprocess_for_config(const char *config, mvrt_prepr
 MVRT_API mvrt_status_t mvrt_preprocess_rgb8(const uint8_t *rgb, int64_t width, int64_t height, int64_t row_stride,
                                             const mvrt_preprocess_t *pp, float *out_chw, uint8_t *out_rgb8);
 
+/* A decoded 8-bit RGB image: height rows of width * 3 bytes, packed.
+ * Owned by mvrt: release it with mvrt_image_free. */
+typedef struct mvrt_image {
+    uint8_t *rgb;
+    int64_t width, height;
+} mvrt_image_t;
+
+/* Decodes a JPEG or PNG file held in memory (the format from its
+ * signature) into 8-bit RGB, as Pillow's Image.open(f).convert("RGB")
+ * gives it: JPEG through libjpeg(-turbo) with its default (ISLOW, fancy
+ * upsampling) decoding, grayscale replicated; PNG palettes expanded, alpha
+ * dropped (not composited), 16-bit colour samples reduced to their high
+ * byte, 16-bit grayscale clipped to 255 (as Pillow converts "I;16"), no
+ * gamma or EXIF orientation applied (Pillow applies neither).
+ * Refused with MVRT_ERR_INVALID_ARGUMENT and the reason: an unknown
+ * signature, an empty, corrupt or truncated file (a JPEG whose data ends
+ * early is an error, never a gray-filled image: every libjpeg warning is
+ * one), a CMYK / YCCK JPEG, a side over max_side (read from the header,
+ * before any large allocation; max_side <= 0 means 16384).
+ * MVRT_ERR_UNSUPPORTED: this libmvrt was built without libjpeg or libpng
+ * (the message says which). On failure *out is left as it was.
+ * Blocking, thread-safe. */
+MVRT_API mvrt_status_t mvrt_image_decode(const void *bytes, size_t size, int64_t max_side, mvrt_image_t *out);
+
+/* Releases out->rgb and zeroes *img; NULL or an empty image is a no-op. */
+MVRT_API void mvrt_image_free(mvrt_image_t *img);
+
 #ifdef __cplusplus
 }
 #endif
