@@ -12,11 +12,14 @@ build:
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: what is usable, then MambaVision-T on the best backend
-# (seeded weights; RUN_ARGS adds options, e.g. RUN_ARGS="--batch 64").
+# (seeded weights; RUN_ARGS adds options, e.g. RUN_ARGS="--batch 64"), then
+# `mvrt classify` of the sample images (seeded weights: it says the classes
+# are meaningless; pass --weights for real ones).
 RUN_ARGS ?=
 run: build
 	$(BUILD)/bin/mvrt info
 	$(BUILD)/bin/mvrt run $(RUN_ARGS)
+	$(BUILD)/bin/mvrt classify --top 3 data/samples
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
