@@ -14,12 +14,13 @@ build:
 # The main job: what is usable, then MambaVision-T on the best backend
 # (seeded weights; RUN_ARGS adds options, e.g. RUN_ARGS="--batch 64"), then
 # `mvrt classify` of the sample images (seeded weights: it says the classes
-# are meaningless; pass --weights for real ones).
+# are meaningless; pass --weights for real ones). Its failure (a build
+# without libjpeg / libpng) does not fail the job.
 RUN_ARGS ?=
 run: build
 	$(BUILD)/bin/mvrt info
 	$(BUILD)/bin/mvrt run $(RUN_ARGS)
-	$(BUILD)/bin/mvrt classify --top 3 data/samples
+	-$(BUILD)/bin/mvrt classify --top 3 data/samples
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
