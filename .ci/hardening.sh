@@ -127,7 +127,7 @@ if [[ " $parts " == *" tsan "* ]]; then
     { cat "$tsan_build/configure.log"; exit 1; }
   # shellcheck disable=SC2086
   cmake --build "$tsan_build" -j "$jobs" --target test_concurrency test_error test_bad_input \
-    test_cpu_backend test_scan_validation test_plugin_loading \
+    test_cpu_backend test_scan_validation test_plugin_loading test_preprocess test_image_decode \
     $(for t in $targets; do printf '%s_replay ' "$t"; done)
 
   # test_fault_injection is left out here: its 767 failure points take ~8 min
