@@ -13,6 +13,7 @@
 
 #include "bench/bench.h"
 #include "tools/model_run.h"
+#include "tools/read_file.h"
 
 typedef struct bench_row {
     const char *name;
@@ -64,32 +65,13 @@ static char *anchor_json;
 
 static int anchor_load(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "mvrt bench: cannot open the anchor file %s\n", path);
+    char why[256];
+    size_t size = 0;
+    anchor_json = mvrt_read_file(path, (size_t)64 << 20, &size, why, sizeof why);
+    if (!anchor_json) {
+        fprintf(stderr, "mvrt bench: the anchor file %s: %s\n", path, why);
         return -1;
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += got;
-        if (n == cap) {
-            char *bigger = realloc(buf, 2 * cap + 1);
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger, cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        fprintf(stderr, "mvrt bench: out of memory reading %s\n", path);
-        return -1;
-    }
-    buf[n] = '\0';
-    anchor_json = buf;
     return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "model_run.h"
 #include "mvrt/preprocess.h"
+#include "read_file.h"
 
 #define CLASSIFY_MAX_SIDE 16384
 
@@ -134,34 +135,6 @@ static int load_labels(const char *path, strlist_t *labels)
     }
     fclose(f);
     return 0;
-}
-
-/* ---- files ---- */
-static uint8_t *read_file(const char *path, size_t *size, char *why, size_t why_n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_n, "cannot open the file");
-        return NULL;
-    }
-    uint8_t *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        n = ftell(f);
-    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(why, why_n, "cannot read the file (not a regular file?)");
-    } else if (n > (long)1 << 30) {
-        snprintf(why, why_n, "file of %ld bytes (over 1 GiB)", n);
-    } else if (!(buf = malloc((size_t)n + 1))) {
-        snprintf(why, why_n, "out of memory");
-    } else if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        snprintf(why, why_n, "read error");
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)(n > 0 ? n : 0);
-    return buf;
 }
 
 static void json_string(const char *s)
@@ -283,20 +256,17 @@ int mvrt_cmd_classify(int argc, char **argv)
         }
         const char *v = argv[++i];
         char *end = NULL;
-        if (!strcmp(a, "--backend"))
-            spec.backend = v;
-        else if (!strcmp(a, "--config"))
-            config = v;
-        else if (!strcmp(a, "--weights"))
-            spec.weights = v;
-        else if (!strcmp(a, "--prefix"))
-            spec.prefix = v;
-        else if (!strcmp(a, "--labels"))
+        const int model_opt = mvrt_mr_model_option(&spec, &config, a, v, "mvrt classify");
+        if (model_opt < 0) {
+            strlist_free(&files);
+            return 2;
+        }
+        if (model_opt > 0)
+            continue;
+        if (!strcmp(a, "--labels"))
             labels_path = v;
         else if (!strcmp(a, "--dump-input"))
             dump_path = v;
-        else if (!strcmp(a, "--precision") && (!strcmp(v, "fp32") || !strcmp(v, "fast") || !strcmp(v, "bf16")))
-            spec.options.math = !strcmp(v, "fast") ? 1 : !strcmp(v, "bf16") ? 2 : 0;
         else if (!strcmp(a, "--top") || !strcmp(a, "--batch") || !strcmp(a, "--seed")) {
             const long long n = strtoll(v, &end, 10);
             if (end == v || *end || n < (strcmp(a, "--seed") ? 1 : 0) || n > 1000000) {
@@ -395,7 +365,7 @@ int mvrt_cmd_classify(int argc, char **argv)
         for (; next < files.n && k < batch; next++) {
             char why[512];
             size_t size = 0;
-            uint8_t *bytes = read_file(files.v[next], &size, why, sizeof why);
+            uint8_t *bytes = (uint8_t *)mvrt_read_file(files.v[next], (size_t)1 << 30, &size, why, sizeof why);
             mvrt_image_t img = {NULL, 0, 0};
             mvrt_status_t s2 = MVRT_ERR_INVALID_ARGUMENT;
             if (bytes && (s2 = mvrt_image_decode(bytes, size, CLASSIFY_MAX_SIDE, &img)) == MVRT_OK)

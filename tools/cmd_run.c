@@ -67,23 +67,14 @@ int mvrt_cmd_run(int argc, char **argv)
         }
         const char *v = argv[++i];
         char *end = NULL;
-        if (!strcmp(a, "--backend"))
-            spec.backend = v;
-        else if (!strcmp(a, "--config"))
-            config = v;
-        else if (!strcmp(a, "--weights"))
-            spec.weights = v;
-        else if (!strcmp(a, "--prefix"))
-            spec.prefix = v;
-        else if (!strcmp(a, "--devices"))
+        const int model_opt = mvrt_mr_model_option(&spec, &config, a, v, "mvrt run");
+        if (model_opt < 0)
+            return 2;
+        if (model_opt > 0)
+            continue;
+        if (!strcmp(a, "--devices"))
             spec.devices = v;
-        else if (!strcmp(a, "--precision")) {
-            if (strcmp(v, "fp32") && strcmp(v, "fast") && strcmp(v, "bf16")) {
-                fprintf(stderr, "mvrt run: --precision must be fp32, fast (TF32) or bf16\n");
-                return 2;
-            }
-            spec.options.math = !strcmp(v, "fast") ? 1 : !strcmp(v, "bf16") ? 2 : 0;
-        } else if (!strcmp(a, "--batch") || !strcmp(a, "--batches") || !strcmp(a, "--threads") ||
+        else if (!strcmp(a, "--batch") || !strcmp(a, "--batches") || !strcmp(a, "--threads") ||
                    !strcmp(a, "--seed")) {
             long long n = strtoll(v, &end, 10);
             if (end == v || *end || n < 0 || (n < 1 && strcmp(a, "--seed") && strcmp(a, "--batches"))) {

@@ -22,6 +22,29 @@ static int mr_fail(char *err, size_t errlen, mvrt_status_t *status, mvrt_status_
     return -1;
 }
 
+int mvrt_mr_model_option(mvrt_mr_spec_t *spec, const char **config, const char *opt, const char *value,
+                         const char *cmd)
+{
+    if (!strcmp(opt, "--backend"))
+        spec->backend = value;
+    else if (!strcmp(opt, "--config"))
+        *config = value;
+    else if (!strcmp(opt, "--weights"))
+        spec->weights = value;
+    else if (!strcmp(opt, "--prefix"))
+        spec->prefix = value;
+    else if (!strcmp(opt, "--precision")) {
+        if (strcmp(value, "fp32") && strcmp(value, "fast") && strcmp(value, "bf16")) {
+            fprintf(stderr, "%s: --precision must be fp32, fast (TF32) or bf16\n", cmd);
+            return -1;
+        }
+        spec->options.math = !strcmp(value, "fast") ? 1 : !strcmp(value, "bf16") ? 2 : 0;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int mvrt_mr_open(mvrt_mr_t *mr, const mvrt_mr_spec_t *spec, mvrt_status_t *status, char *err, size_t errlen)
 {
     memset(mr, 0, sizeof *mr);

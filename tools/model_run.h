@@ -32,6 +32,13 @@ typedef struct mvrt_mr_spec {
     int threads;                /* CPU threads, 0 = default */
 } mvrt_mr_spec_t;
 
+/* The model options `mvrt run` and `mvrt classify` share: --backend,
+ * --config (into *config), --weights, --prefix, --precision fp32|fast|bf16.
+ * Returns 1 when `opt` is one of them (spec updated), 0 when it is not,
+ * -1 for a bad value (message on stderr, prefixed with `cmd`). */
+int mvrt_mr_model_option(mvrt_mr_spec_t *spec, const char **config, const char *opt, const char *value,
+                         const char *cmd);
+
 /* Opens the backend(s), loads the model on each, builds the graphs, fills
  * the input with seeded values in [-1, 1] and uploads it (once: every batch
  * runs on the same images). 0 on success, else -1 with a
