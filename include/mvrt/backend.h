@@ -57,7 +57,11 @@ typedef struct mvrt_device_info {
     int warp_width;                /* 32 NVIDIA, 64 AMD CDNA, SIMD lanes (f32) on CPU */
     int compute_units;             /* SMs, CUs, or CPU threads available */
     int arch_major, arch_minor;    /* compute capability / gfx; 0 on CPU */
-    char features[256];            /* e.g. "avx512f avx2 fma f16c" or "sm_90" */
+    /* e.g. "avx512f avx2 fma f16c"; CUDA: "sm_90 code=sm_75 tensor-cores=...
+     * clusters=... dependent-launch=... fp32-gemm=...", where code=sm_XX is
+     * the architecture whose paths the backend takes (the loaded code's,
+     * capped by MVRT_CUDA_ARCH_CAP; tests read it) */
+    char features[256];
 } mvrt_device_info_t;
 
 MVRT_API mvrt_status_t mvrt_backend_device_info(const mvrt_backend_t *backend,
