@@ -70,6 +70,8 @@ typedef struct builder {
     const float *weights;
     mvrt_status_t status;
     int bf16_storage;                     /* see backend_takes_bf16_storage */
+    int map16;                            /* maps NHWC bf16 (see map_slot) */
+    int map16_declined;                   /* plan: the backend declined a map16 form */
 } builder_t;
 
 /* ---- builder helpers ----------------------------------------------------- */
@@ -465,9 +467,14 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     emit_mlp(b, p, M, C, X);
 }
 
+/* A 3x3 conv (BatchNorm folded) with zero padding 1. x_map16: x is a
+ * 16-bit NHWC map (else NCHW floats: the graph's input); y and residual
+ * are 16-bit NHWC maps whenever the builder's maps are. Where the backend
+ * declines the 16-bit form while planning, the plan is redone with float
+ * maps (mvrt_graph_create). */
 static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_bias, int64_t batch,
                     int64_t cin, int64_t H, int64_t W, int64_t cout, int stride, const float *x, float *y,
-                    const float *residual, int act)
+                    const float *residual, int act, int x_map16)
 {
     char leaf[96];
     mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
@@ -478,11 +485,17 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
     c->out_h = (H + 2 - 3) / stride + 1, c->out_w = (W + 2 - 3) / stride + 1;
     c->x = x, c->y = y, c->residual = residual, c->activation = act;
     c->math = b->g->opt.math;
+    c->x_nhwc16 = b->map16 && x_map16;
+    c->y_nhwc16 = b->map16;
     snprintf(leaf, sizeof leaf, "%s.weight", conv);
     c->weight = weight(b, prefix, leaf);
     if (has_bias) {
         snprintf(leaf, sizeof leaf, "%s.bias", conv);
         c->bias = weight(b, prefix, leaf);
+    }
+    if (b->map16 && !b->emit && !backend_takes(b->g->backend, &op)) {
+        b->map16_declined = 1;
+        return;
     }
     add_op(b, &op);
 }
@@ -490,6 +503,13 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
 static int64_t down(int64_t n)
 {
     return (n + 2 - 3) / 2 + 1;
+}
+
+/* A map of n elements in slot id: NHWC bf16 (n / 2 floats' room) when the
+ * builder's maps are 16-bit, else NCHW floats. */
+static float *map_slot(builder_t *b, int id, int64_t n)
+{
+    return slot(b, id, b->map16 ? (n + 1) / 2 : n);
 }
 
 /* A map slot that holds none of the given pointers. */
@@ -514,10 +534,10 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
     if (s->conv) {
         for (int i = 0; i < s->depth; i++) {
             snprintf(q, sizeof q, "%sblocks.%d.", p, i);
-            float *t = slot(b, free_map(b, cur, NULL), batch * C * H * W);
-            op_conv(b, q, "conv1", 1, batch, C, H, W, C, 1, cur, t, NULL, MVRT_ACT_GELU_TANH);
-            float *y = slot(b, free_map(b, cur, t), batch * C * H * W);
-            op_conv(b, q, "conv2", 1, batch, C, H, W, C, 1, t, y, cur, MVRT_ACT_NONE);
+            float *t = map_slot(b, free_map(b, cur, NULL), batch * C * H * W);
+            op_conv(b, q, "conv1", 1, batch, C, H, W, C, 1, cur, t, NULL, MVRT_ACT_GELU_TANH, 1);
+            float *y = map_slot(b, free_map(b, cur, t), batch * C * H * W);
+            op_conv(b, q, "conv2", 1, batch, C, H, W, C, 1, t, y, cur, MVRT_ACT_NONE, 1);
             cur = y;
         }
     } else if (s->depth > 0) {
@@ -529,6 +549,7 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
         mvrt_window_params_t *w = &op.u.window;
         w->batch = batch, w->channels = C, w->height = H, w->width = W, w->window = ws;
         w->src = cur, w->dst = X;
+        w->map_nhwc16 = b->map16;
         add_op(b, &op);
         for (int i = 0; i < s->depth; i++) {
             snprintf(q, sizeof q, "%sblocks.%d.", p, i);
@@ -537,16 +558,16 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
             else
                 emit_mixer_block(b, q, Bw, L, C, X, X);
         }
-        float *y = slot(b, free_map(b, cur, NULL), batch * C * H * W);
+        float *y = map_slot(b, free_map(b, cur, NULL), batch * C * H * W);
         op.kind = MVRT_OP_WINDOW_REVERSE;
         w->src = X, w->dst = y;
         add_op(b, &op);
         cur = y;
     }
     if (s->downsample) {
-        float *y = slot(b, free_map(b, cur, NULL), batch * 2 * C * down(H) * down(W));
+        float *y = map_slot(b, free_map(b, cur, NULL), batch * 2 * C * down(H) * down(W));
         snprintf(q, sizeof q, "%sdownsample.reduction.0", p);
-        op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE);
+        op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE, 1);
         cur = y;
         C *= 2, H = down(H), W = down(W);
     }
@@ -587,13 +608,13 @@ static void emit_all(builder_t *b)
     }
     case MVRT_MODEL_NETWORK: {
         int64_t H = g->opt.height, W = g->opt.width, C;
-        float *m0 = slot(b, SLOT_MAP0, batch * c->in_dim * down(H) * down(W));
+        float *m0 = map_slot(b, SLOT_MAP0, batch * c->in_dim * down(H) * down(W));
         op_conv(b, "patch_embed.conv_down.", "0", 1, batch, c->in_chans, H, W, c->in_dim, 2, in, m0, NULL,
-                MVRT_ACT_RELU);
+                MVRT_ACT_RELU, 0);
         H = down(H), W = down(W);
-        float *m1 = slot(b, SLOT_MAP1, batch * c->dim * down(H) * down(W));
+        float *m1 = map_slot(b, SLOT_MAP1, batch * c->dim * down(H) * down(W));
         op_conv(b, "patch_embed.conv_down.", "3", 1, batch, c->in_dim, H, W, c->dim, 2, m0, m1, NULL,
-                MVRT_ACT_RELU);
+                MVRT_ACT_RELU, 1);
         H = down(H), W = down(W), C = c->dim;
         float *cur = m1;
         for (int level = 0; level < 4; level++) {
@@ -607,6 +628,7 @@ static void emit_all(builder_t *b)
         mvrt_op_params_t op = {.kind = MVRT_OP_AFFINE_AVGPOOL};
         op.u.pool.batch = batch, op.u.pool.channels = C, op.u.pool.spatial = H * W;
         op.u.pool.x = cur, op.u.pool.y = pooled;
+        op.u.pool.x_nhwc16 = b->map16;
         op.u.pool.scale = weight(b, "", "norm.scale"), op.u.pool.shift = weight(b, "", "norm.shift");
         add_op(b, &op);
         op_dense(b, batch, c->num_classes, C, pooled, out, "", "head", 1, MVRT_ACT_NONE, NULL, 0);
@@ -679,8 +701,16 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     /* Plan: slot sizes with a fake base (no pointer is dereferenced). */
     /* plan and emit passes must agree on the op forms */
     const int s16 = g->opt.math == MVRT_MATH_BF16 && backend_takes_bf16_storage(g->backend);
-    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16};
+    /* a network's maps in 16-bit NHWC where the backend takes every conv
+     * in that form, else (a second plan) NCHW floats */
+    const int map16 = s16 && model->config.kind == MVRT_MODEL_NETWORK;
+    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, map16, 0};
     emit_all(&b);
+    if (b.status == MVRT_OK && b.map16_declined) {
+        g->scratch_bytes = 0;
+        b = (builder_t){g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, 0, 0};
+        emit_all(&b);
+    }
     if (b.status) {
         free(g);
         return b.status;
@@ -705,7 +735,8 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     }
 
     /* Emit: the same walk with the real base. */
-    builder_t e = {g, 1, {0}, mvrt_buffer_data(g->workspace), mvrt_buffer_data(model->weights), MVRT_OK, s16};
+    builder_t e = {g, 1, {0}, mvrt_buffer_data(g->workspace), mvrt_buffer_data(model->weights), MVRT_OK, s16,
+                   b.map16, 0};
     emit_all(&e);
     if (e.status) {
         mvrt_graph_destroy(g);

@@ -398,8 +398,9 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
 
 /* The fused mixer projections, the fused MLP and the linear with a folded
  * LayerNorm are GPU-only forms: the CPU runs the ops they fuse. The
- * bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16) run here
- * too, in fp32 math through scratch (ops/common/mv_cpu.h), so that a bf16
+ * bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16, the
+ * NHWC bf16 maps of conv2d, window and pool) run here too, in fp32 math
+ * through scratch (ops/common/mv_cpu.h), so that a bf16
  * graph stores the same activations in 16 bits on every backend. */
 static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
 {

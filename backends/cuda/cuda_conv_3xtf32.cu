@@ -31,8 +31,11 @@
 #include "cutlass/conv/conv2d_problem_size.h"
 #include "cutlass/conv/conv3d_problem_size.h"
 #include "cutlass/conv/kernel/default_conv2d_fprop.h"
+#include "cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h"
 #include "cutlass/conv/device/implicit_gemm_convolution.h"
+#include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/epilogue/thread/linear_combination.h"
+#include "cutlass/epilogue/thread/linear_combination_bias_elementwise.h"
 #include "ops/common/gpu_activation.cuh" /* act_apply */
 
 #define MVRT_CONV_IMPLICIT_CAP ((int64_t)256 << 20)
@@ -67,8 +70,24 @@ bool forced()
     return force;
 }
 
+/* The 16-bit map forms (x_nhwc16 / y_nhwc16): bf16 math, y NHWC bf16,
+ * output and (NHWC) input channels multiples of 8 (an NCHW float input is
+ * staged with its channels padded to 8: the 3-channel stem), an epilogue
+ * CUTLASS's bias-broadcast epilogue computes. Every size, batch 1
+ * included: the graph has no other path for these forms. */
+bool eligible_nhwc16(const mvrt_conv2d_params_t *p)
+{
+    const bool act_ok = p->activation == MVRT_ACT_NONE ||
+                        (!p->residual && (p->activation == MVRT_ACT_RELU || p->activation == MVRT_ACT_GELU_TANH));
+    return p->y_nhwc16 && p->math == MVRT_MATH_BF16 && act_ok && p->batch > 0 && p->out_channels % 8 == 0 &&
+           (!p->x_nhwc16 || p->in_channels % 8 == 0) && p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 &&
+           p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 8 && p->out_h * p->out_w <= INT_MAX / 8 &&
+           p->in_channels <= 65536 && p->out_channels <= 65536;
+}
+
 bool eligible(const mvrt_conv2d_params_t *p)
 {
+    if (p->x_nhwc16 || p->y_nhwc16) return eligible_nhwc16(p);
     if (!forced() && p->batch * p->out_h * p->out_w < 8192) return false;
     /* 16-byte vectors along C and K (CUTLASS's alignment 4 floats, 8 bf16
      * of the operands; the fp32 output 4); int sizes */
@@ -92,8 +111,39 @@ int64_t chunk_cap_bytes()
     return cap;
 }
 
+/* Input channels as staged and multiplied: an NCHW float input's padded
+ * to a multiple of 8 (zeros) in the 16-bit forms. */
+int64_t padded_in_channels(const mvrt_conv2d_params_t *p)
+{
+    return p->y_nhwc16 && !p->x_nhwc16 ? (p->in_channels + 7) / 8 * 8 : p->in_channels;
+}
+
+/* The 16-bit forms read x (NHWC bf16) and write y in place; only an NCHW
+ * float input is staged. Chunks keep CUTLASS's int element indices (and
+ * the staged input within the cap). */
+implicit_plan make_plan_nhwc16(const mvrt_conv2d_params_t *p)
+{
+    implicit_plan c{};
+    const int64_t cp = padded_in_channels(p);
+    const int64_t in_img = cp * p->in_h * p->in_w, out_img = p->out_channels * p->out_h * p->out_w;
+    int64_t chunk = p->batch;
+    if (!p->x_nhwc16) {
+        chunk = chunk_cap_bytes() / (in_img * 2);
+        if (chunk < 1) chunk = 1;
+        if (chunk > p->batch) chunk = p->batch;
+    }
+    while (chunk > 1 && (chunk * in_img > INT_MAX || chunk * out_img > INT_MAX)) chunk /= 2;
+    c.chunk = chunk;
+    c.in_bytes = p->x_nhwc16 ? 0 : align256(chunk * in_img * 2);
+    c.out_bytes = 0;
+    c.w_bytes = align256(p->out_channels * cp * p->kernel * p->kernel * 2) + align256(p->out_channels * 4);
+    c.scratch = c.in_bytes + c.w_bytes;
+    return c;
+}
+
 implicit_plan make_plan(const mvrt_conv2d_params_t *p)
 {
+    if (p->x_nhwc16 || p->y_nhwc16) return make_plan_nhwc16(p);
     implicit_plan c{};
     const int64_t operand_bytes = p->math == MVRT_MATH_BF16 ? 2 : 4; /* staged input and filter */
     const int64_t in_img = p->in_channels * p->in_h * p->in_w * operand_bytes;
@@ -278,6 +328,145 @@ int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const fl
     return conv_tf32<128, 32, 16, 32, 32, 4, f3>::run(s, p, nb, xt, wt, yt, "3xTF32", msg, msg_n);
 }
 
+/* ---- the 16-bit map forms ---- */
+
+/* NCHW floats -> NHWC bf16 with cp >= C channels (zeros past C), one
+ * thread per pixel: reads coalesced along the pixels of each channel. */
+__global__ void __launch_bounds__(256) nchw_to_nhwc16_padded_kernel(const float *__restrict__ x,
+                                                                     cutlass::bfloat16_t *__restrict__ xt, int C,
+                                                                     int cp, int hw, int64_t pixels)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < pixels;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t n = i / hw, pix = i % hw;
+        for (int c = 0; c < cp; c++)
+            xt[i * cp + c] = cutlass::bfloat16_t(c < C ? x[(n * C + c) * hw + pix] : 0.f);
+    }
+}
+
+/* (K, C, R, S) floats -> (K, R, S, cp) bf16 (zeros past C), and the bias
+ * (K floats, or zeros) into a 32-byte aligned copy for the epilogue's
+ * vector loads. */
+__global__ void __launch_bounds__(256) stage_filter16_kernel(const float *__restrict__ w, const float *__restrict__ bias,
+                                                             cutlass::bfloat16_t *__restrict__ wt,
+                                                             float *__restrict__ bias_out, int K, int C, int cp,
+                                                             int RS)
+{
+    const int64_t n = (int64_t)K * RS * cp;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = i / ((int64_t)RS * cp), rem = i % ((int64_t)RS * cp);
+        const int64_t rs = rem / cp, c = rem % cp;
+        wt[i] = cutlass::bfloat16_t(c < C ? w[(k * C + c) * RS + rs] : 0.f);
+        if (i < K) bias_out[i] = bias ? bias[i] : 0.f;
+    }
+}
+
+/* One bf16 implicit-GEMM conv with the whole epilogue in CUTLASS's
+ * bias-broadcast epilogue: y = Act(acc + bias + beta * residual), stored
+ * as bf16 NHWC (Act: Identity, ReLu or GELU_taylor, PyTorch's tanh GELU;
+ * beta 1 with a residual, else the residual is not read). */
+template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename Act>
+struct conv_bf16_fused {
+    using bf16 = cutlass::bfloat16_t;
+    using OutOp = cutlass::epilogue::thread::LinearCombinationBiasElementwise<bf16, float, float, bf16, bf16, 8, Act,
+                                                                              cutlass::plus<float>, false, float>;
+    using Kernel = typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<
+        bf16, cutlass::layout::TensorNHWC, bf16, cutlass::layout::TensorNHWC, bf16, cutlass::layout::TensorNHWC, float,
+        cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
+        cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, 16>, OutOp,
+        cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, cutlass::arch::OpMultiplyAdd,
+        cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, 8, 8>::Kernel;
+    using Conv = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
+
+    static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const bf16 *x, const bf16 *wt,
+                   const float *bias, const bf16 *residual, bf16 *y, char *msg, size_t msg_n)
+    {
+        using L = cutlass::layout::TensorNHWC;
+        const int h = (int)p->in_h, w = (int)p->in_w;
+        const int k = (int)p->out_channels, r = p->kernel, q = (int)p->out_w, pp = (int)p->out_h;
+        cutlass::conv::Conv2dProblemSize size(nb, h, w, cp, k, r, r, pp, q, p->pad, p->pad, p->stride, p->stride, 1,
+                                              1, cutlass::conv::Mode::kCrossCorrelation);
+        const cutlass::TensorRef<bf16, L> out(y, L::packed({nb, pp, q, k}));
+        typename Conv::Arguments args(
+            size, cutlass::TensorRef<bf16, L>(const_cast<bf16 *>(x), L::packed({nb, h, w, cp})),
+            cutlass::TensorRef<bf16, L>(const_cast<bf16 *>(wt), L::packed({k, r, r, cp})),
+            residual ? cutlass::TensorRef<bf16, L>(const_cast<bf16 *>(residual), L::packed({nb, pp, q, k})) : out,
+            out, typename OutOp::Params(1.f, residual ? 1.f : 0.f), cutlass::conv::SplitKMode::kSerial,
+            const_cast<float *>(bias), nullptr, 0, 0);
+        Conv op;
+        cutlass::Status st = op.can_implement(args);
+        if (st == cutlass::Status::kSuccess && Conv::get_workspace_size(args) != 0) st = cutlass::Status::kErrorInternal;
+        if (st == cutlass::Status::kSuccess) st = op.initialize(args, nullptr, s);
+        if (st == cutlass::Status::kSuccess) st = op(s);
+        if (st != cutlass::Status::kSuccess) {
+            const cudaError_t e = cudaGetLastError();
+            snprintf(msg, msg_n, "bf16 NHWC implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)",
+                     nb, cp, h, w, k, r, p->stride, cutlassGetStatusString(st), cudaGetErrorName(e));
+            return MVRT_GPU_GEMM_FAILED;
+        }
+        return MVRT_GPU_GEMM_OK;
+    }
+};
+
+/* Tiles as run_conv_bf16's (measured there); the activation picks the
+ * epilogue. */
+template <int TM, int TN, int TK, int WM, int WN, int STAGES>
+int run_fused_act(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const cutlass::bfloat16_t *x,
+                  const cutlass::bfloat16_t *wt, const float *bias, const cutlass::bfloat16_t *r,
+                  cutlass::bfloat16_t *y, char *msg, size_t msg_n)
+{
+    namespace th = cutlass::epilogue::thread;
+    if (p->activation == MVRT_ACT_RELU)
+        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::ReLu<float>>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
+                                                                                   msg_n);
+    if (p->activation == MVRT_ACT_GELU_TANH)
+        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::GELU_taylor<float>>::run(s, p, nb, cp, x, wt, bias, r, y,
+                                                                                          msg, msg_n);
+    return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::Identity<float>>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
+                                                                                   msg_n);
+}
+
+int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n)
+{
+    using bf16 = cutlass::bfloat16_t;
+    const implicit_plan c = make_plan_nhwc16(p);
+    const int C = (int)p->in_channels, cp = (int)padded_in_channels(p), K = (int)p->out_channels;
+    const int RS = p->kernel * p->kernel, HW = (int)(p->in_h * p->in_w), PQ = (int)(p->out_h * p->out_w);
+    bf16 *xt = (bf16 *)scratch;
+    bf16 *wt = (bf16 *)((char *)scratch + c.in_bytes);
+    float *bias = (float *)((char *)scratch + c.in_bytes + align256(K * (int64_t)cp * RS * 2));
+    const int64_t wn = K * (int64_t)cp * RS;
+    stage_filter16_kernel<<<(unsigned)((wn + 255) / 256 < 4096 ? (wn + 255) / 256 : 4096), 256, 0, s>>>(
+        p->weight, p->bias, wt, bias, K, C, cp, RS);
+    cudaError_t e = cudaGetLastError();
+    for (int64_t b0 = 0; b0 < p->batch && e == cudaSuccess; b0 += c.chunk) {
+        const int nb = (int)(p->batch - b0 < c.chunk ? p->batch - b0 : c.chunk);
+        const bf16 *x;
+        if (p->x_nhwc16) {
+            x = (const bf16 *)(const void *)p->x + b0 * (int64_t)HW * C;
+        } else {
+            const int64_t pixels = (int64_t)nb * HW;
+            nchw_to_nhwc16_padded_kernel<<<(unsigned)((pixels + 255) / 256 < 65535 ? (pixels + 255) / 256 : 65535), 256,
+                                           0, s>>>(p->x + b0 * (int64_t)C * HW, xt, C, cp, HW, pixels);
+            if ((e = cudaGetLastError()) != cudaSuccess) break;
+            x = xt;
+        }
+        const int64_t off = b0 * (int64_t)PQ * K;
+        bf16 *y = (bf16 *)(void *)p->y + off;
+        const bf16 *r = p->residual ? (const bf16 *)(const void *)p->residual + off : nullptr;
+        const int rc = p->out_channels > 128 && p->stride == 1
+                           ? run_fused_act<256, 64, 32, 64, 64, 3>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                           : run_fused_act<128, 128, 32, 64, 64, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);
+        if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_GEMM_FAILED; /* no other path serves these forms */
+    }
+    if (e != cudaSuccess) {
+        snprintf(msg, msg_n, "bf16 NHWC implicit-GEMM conv2d: launch: %s: %s", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+        return MVRT_GPU_GEMM_FAILED;
+    }
+    return MVRT_GPU_GEMM_OK;
+}
+
 } // namespace
 
 extern "C" int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p)
@@ -289,6 +478,7 @@ extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t 
                                      size_t msg_n)
 {
     if (!eligible(p) || !scratch) return MVRT_GPU_GEMM_DECLINED;
+    if (p->x_nhwc16 || p->y_nhwc16) return run_conv_nhwc16(s, p, scratch, msg, msg_n);
     const implicit_plan c = make_plan(p);
     using bf16 = cutlass::bfloat16_t;
     const bool b16 = p->math == MVRT_MATH_BF16;

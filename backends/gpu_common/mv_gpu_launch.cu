@@ -361,9 +361,23 @@ int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, c
     return full > tail ? full : tail;
 }
 
+/* The 16-bit map forms of a conv (x_nhwc16 / y_nhwc16) run only as the
+ * vendor's whole-op conv (CUDA: CUTLASS's bf16 implicit GEMM with its
+ * epilogue); elsewhere the op is declined and the graph keeps float maps. */
+bool conv_nhwc16(const mvrt_conv2d_params_t &p) { return p.x_nhwc16 || p.y_nhwc16; }
+bool conv_nhwc16_takes(const mvrt_conv2d_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
+{
+    return ctx->conv && ctx->conv_scratch(&p) > 0;
+}
+
 int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
                gpuError_t *err, char *msg, size_t msg_n)
 {
+    if (conv_nhwc16(p)) {
+        if (!conv_nhwc16_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
+        if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
+        return ctx->conv(s, &p, scratch, msg, msg_n) == MVRT_GPU_GEMM_OK ? MVRT_GPU_OP_OK : MVRT_GPU_OP_BLAS;
+    }
     const conv2d_plan c = make_conv2d_plan(p, use_bf16(p.math, ctx));
     const int math = p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math; /* of fp32 GEMMs */
     if (p.batch <= 0 || p.out_channels <= 0 || c.nsp <= 0) return MVRT_GPU_OP_OK;
@@ -510,6 +524,7 @@ mlp_plan mlp_plan_ctx(const mvrt_mlp_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 
 extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
+    if (p->kind == MVRT_OP_CONV2D && conv_nhwc16(p->u.conv2d)) return conv_nhwc16_takes(p->u.conv2d, ctx);
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_MLP) {
 #if defined(MVRT_GPU_CUDA)
@@ -530,6 +545,8 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
 
 extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
+    if (p->kind == MVRT_OP_CONV2D && conv_nhwc16(p->u.conv2d))
+        return conv_nhwc16_takes(p->u.conv2d, ctx) ? (size_t)ctx->conv_scratch(&p->u.conv2d) : 0;
     if (p->kind == MVRT_OP_CONV2D) {
         const conv2d_plan c = make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx));
         if (c.smallk) return 0; /* conv_smallk_kernel needs none */

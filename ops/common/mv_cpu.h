@@ -5,11 +5,12 @@
  * `threads` - 1 OpenMP workers. Parameters are already validated. Returns 0,
  * -1 for an op kind this library does not implement, or -2 when the op
  * needs scratch (mvrt_cpu_op_scratch_bytes > 0) and `scratch` is NULL.
- * The bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16: the
- * graph's 16-bit activations) compute in fp32 exactly as the float forms
+ * The bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16, the
+ * NHWC bf16 maps of conv2d, window and pool: the graph's 16-bit
+ * activations) compute in fp32 exactly as the float forms
  * do: a 16-bit A is widened (exactly) into scratch, a 16-bit output is
  * computed into scratch and rounded to nearest even once, after bias and
- * activation, as the GPU backends store it. The linear uses
+ * activation (and a conv's residual), as the GPU backends store it. The linear uses
  * OpenBLAS (cblas_sgemm) when the build found it, else mvrt's own blocked
  * SGEMM; mvrt_cpu_gemm_library() names which ("openblas" / "builtin"). */
 #ifndef MVRT_OPS_MV_CPU_H

@@ -188,6 +188,14 @@ typedef struct mvrt_conv2d_params {
     float *y;
     int activation;   /* mvrt_activation_t */
     int math;         /* mvrt_math_mode_t of the GEMM (GPU; the CPU computes in fp32) */
+    /* 16-bit maps (the graph's bf16 conv stages): x_nhwc16 = 1: x is NHWC
+     * bf16 bits (uint16_t, channels contiguous) instead of NCHW floats;
+     * y_nhwc16 = 1: y and residual are NHWC bf16, y rounded to nearest even
+     * once after bias, activation and residual. A backend takes these forms
+     * only where it serves them (op_scratch_size answers UNSUPPORTED
+     * otherwise: CUDA with CUTLASS on sm_80+ code, bf16 math; the CPU
+     * through fp32 scratch); activation and residual are not both set. */
+    int x_nhwc16, y_nhwc16;
 } mvrt_conv2d_params_t;
 
 /* Window partition and its reverse (MambaVision's window_partition /
@@ -204,6 +212,10 @@ typedef struct mvrt_window_params {
     int window;
     const float *src;
     float *dst;
+    /* 1: the map is NHWC bf16 bits (uint16_t) instead of NCHW floats, the
+     * tokens stay floats (the graph's bf16 conv stages; backends that take
+     * the conv2d's nhwc16 forms take this) */
+    int map_nhwc16;
 } mvrt_window_params_t;
 
 /* Per-channel affine then global average pool (BatchNorm2d at inference
@@ -215,6 +227,7 @@ typedef struct mvrt_affine_avgpool_params {
     const float *x;
     const float *scale, *shift;
     float *y;
+    int x_nhwc16;   /* 1: x is NHWC bf16 bits (uint16_t) instead of NCHW floats */
 } mvrt_affine_avgpool_params_t;
 
 /* The token-local middle of a MambaVision mixer, one op (GPU backends

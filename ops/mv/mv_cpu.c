@@ -25,8 +25,24 @@ static size_t linear_a32_bytes(const mvrt_linear_params_t *l)
     return l->a_bf16 ? round_up((size_t)(rows * cols * count) * sizeof(float)) : 0;
 }
 
+/* Floats of a conv's NCHW input and output. */
+static size_t conv_in_floats(const mvrt_conv2d_params_t *c) { return (size_t)(c->batch * c->in_channels * c->in_h * c->in_w); }
+static size_t conv_out_floats(const mvrt_conv2d_params_t *c) { return (size_t)(c->batch * c->out_channels * c->out_h * c->out_w); }
+
 size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p)
 {
+    if (p->kind == MVRT_OP_CONV2D) { /* x, residual, y as NCHW floats */
+        const mvrt_conv2d_params_t *c = &p->u.conv2d;
+        const size_t x = c->x_nhwc16 ? round_up(conv_in_floats(c) * sizeof(float)) : 0;
+        const size_t y = c->y_nhwc16 ? round_up(conv_out_floats(c) * sizeof(float)) : 0;
+        return x + (c->residual ? 2 * y : y);
+    }
+    if (p->kind == MVRT_OP_WINDOW_PARTITION || p->kind == MVRT_OP_WINDOW_REVERSE) {
+        const mvrt_window_params_t *w = &p->u.window;
+        return w->map_nhwc16 ? round_up((size_t)(w->batch * w->channels * w->height * w->width) * sizeof(float)) : 0;
+    }
+    if (p->kind == MVRT_OP_AFFINE_AVGPOOL && p->u.pool.x_nhwc16)
+        return round_up((size_t)(p->u.pool.batch * p->u.pool.channels * p->u.pool.spatial) * sizeof(float));
     if (p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y_bf16)
         return round_up((size_t)(p->u.layernorm.rows * p->u.layernorm.cols) * sizeof(float));
     if (p->kind == MVRT_OP_LINEAR) {
@@ -80,6 +96,68 @@ static void linear_bf16_storage(const mvrt_linear_params_t *p, char *scratch, in
                 y16[b * p->batch_stride_y + m * p->ldy + n] = mvrt_f32_to_bf16(y32[(b * p->M + m) * p->N + n]);
 }
 
+/* NHWC bf16 map (batch, spatial, C) <-> NCHW floats (batch, C, spatial). */
+static void nhwc16_to_nchw(const void *src16, float *dst, int64_t batch, int64_t C, int64_t spatial)
+{
+    const uint16_t *s = (const uint16_t *)src16;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < spatial; i++)
+            for (int64_t c = 0; c < C; c++)
+                dst[(b * C + c) * spatial + i] = mvrt_bf16_to_f32(s[(b * spatial + i) * C + c]);
+}
+
+static void nchw_to_nhwc16(const float *src, void *dst16, int64_t batch, int64_t C, int64_t spatial)
+{
+    uint16_t *d = (uint16_t *)dst16;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < spatial; i++)
+            for (int64_t c = 0; c < C; c++)
+                d[(b * spatial + i) * C + c] = mvrt_f32_to_bf16(src[(b * C + c) * spatial + i]);
+}
+
+/* A conv with 16-bit NHWC maps through NCHW float copies in scratch: the
+ * output rounded to bf16 once, after bias, activation and residual. */
+static void conv2d_nhwc16(const mvrt_conv2d_params_t *p, char *scratch, int threads)
+{
+    mvrt_conv2d_params_t q = *p;
+    q.x_nhwc16 = q.y_nhwc16 = 0;
+    const int64_t in_sp = p->in_h * p->in_w, out_sp = p->out_h * p->out_w;
+    if (p->x_nhwc16) {
+        float *x32 = (float *)(void *)scratch;
+        nhwc16_to_nchw(p->x, x32, p->batch, p->in_channels, in_sp);
+        q.x = x32;
+        scratch += round_up(conv_in_floats(p) * sizeof(float));
+    }
+    if (p->y_nhwc16) {
+        float *y32 = (float *)(void *)scratch;
+        q.y = y32;
+        if (p->residual) {
+            float *r32 = (float *)(void *)(scratch + round_up(conv_out_floats(p) * sizeof(float)));
+            nhwc16_to_nchw(p->residual, r32, p->batch, p->out_channels, out_sp);
+            q.residual = r32;
+        }
+    }
+    mvrt_cpu_conv2d(&q, threads);
+    if (p->y_nhwc16)
+        nchw_to_nhwc16(q.y, p->y, p->batch, p->out_channels, out_sp);
+}
+
+static void window_nhwc16(const mvrt_window_params_t *p, int reverse, float *map32, int threads)
+{
+    mvrt_window_params_t q = *p;
+    q.map_nhwc16 = 0;
+    const int64_t sp = p->height * p->width;
+    if (!reverse) {
+        nhwc16_to_nchw(p->src, map32, p->batch, p->channels, sp);
+        q.src = map32;
+        mvrt_cpu_window_partition(&q, threads);
+    } else {
+        q.dst = map32;
+        mvrt_cpu_window_reverse(&q, threads);
+        nchw_to_nhwc16(map32, p->dst, p->batch, p->channels, sp);
+    }
+}
+
 int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads)
 {
     if (threads < 1)
@@ -101,10 +179,31 @@ int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads)
         return 0;
     case MVRT_OP_DWCONV1D_SILU: mvrt_cpu_dwconv1d_silu(&p->u.dwconv1d, threads); return 0;
     case MVRT_OP_ATTENTION: mvrt_cpu_attention(&p->u.attention, threads); return 0;
-    case MVRT_OP_CONV2D: mvrt_cpu_conv2d(&p->u.conv2d, threads); return 0;
-    case MVRT_OP_WINDOW_PARTITION: mvrt_cpu_window_partition(&p->u.window, threads); return 0;
-    case MVRT_OP_WINDOW_REVERSE: mvrt_cpu_window_reverse(&p->u.window, threads); return 0;
-    case MVRT_OP_AFFINE_AVGPOOL: mvrt_cpu_affine_avgpool(&p->u.pool, threads); return 0;
+    case MVRT_OP_CONV2D:
+        if (p->u.conv2d.x_nhwc16 || p->u.conv2d.y_nhwc16)
+            conv2d_nhwc16(&p->u.conv2d, (char *)scratch, threads);
+        else
+            mvrt_cpu_conv2d(&p->u.conv2d, threads);
+        return 0;
+    case MVRT_OP_WINDOW_PARTITION:
+    case MVRT_OP_WINDOW_REVERSE:
+        if (p->u.window.map_nhwc16)
+            window_nhwc16(&p->u.window, p->kind == MVRT_OP_WINDOW_REVERSE, (float *)scratch, threads);
+        else if (p->kind == MVRT_OP_WINDOW_REVERSE)
+            mvrt_cpu_window_reverse(&p->u.window, threads);
+        else
+            mvrt_cpu_window_partition(&p->u.window, threads);
+        return 0;
+    case MVRT_OP_AFFINE_AVGPOOL:
+        if (p->u.pool.x_nhwc16) {
+            mvrt_affine_avgpool_params_t q = p->u.pool;
+            nhwc16_to_nchw(q.x, (float *)scratch, q.batch, q.channels, q.spatial);
+            q.x = (const float *)scratch, q.x_nhwc16 = 0;
+            mvrt_cpu_affine_avgpool(&q, threads);
+        } else {
+            mvrt_cpu_affine_avgpool(&p->u.pool, threads);
+        }
+        return 0;
     default: return -1;
     }
 }

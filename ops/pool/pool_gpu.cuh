@@ -41,10 +41,38 @@ __global__ void __launch_bounds__(256) affine_avgpool_kernel(mvrt_affine_avgpool
     }
 }
 
+/* The 16-bit NHWC form (p.x_nhwc16): one thread per (image, channel),
+ * walking the positions; neighbouring threads read neighbouring channels
+ * (coalesced). */
+__global__ void __launch_bounds__(256) affine_avgpool_nhwc16_kernel(mvrt_affine_avgpool_params_t p)
+{
+    const unsigned short *x = (const unsigned short *)(const void *)p.x;
+    const int64_t rows = p.batch * p.channels;
+    const float inv = 1.f / (float)p.spatial;
+    for (int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; row < rows;
+         row += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = row / p.channels, c = row % p.channels;
+        const unsigned short *xb = x + b * p.spatial * p.channels + c;
+        float s0 = 0.f, s1 = 0.f;
+        int64_t i = 0;
+        for (; i + 1 < p.spatial; i += 2) {
+            s0 += mvrt_bf16_bits_to_f32(xb[i * p.channels]);
+            s1 += mvrt_bf16_bits_to_f32(xb[(i + 1) * p.channels]);
+        }
+        if (i < p.spatial) s0 += mvrt_bf16_bits_to_f32(xb[i * p.channels]);
+        p.y[row] = p.scale[c] * ((s0 + s1) * inv) + p.shift[c];
+    }
+}
+
 static inline mvrt_gpu_error_t launch_affine_avgpool(const mvrt_affine_avgpool_params_t &p, int warp_size,
                                                      mvrt_gpu_stream_t s)
 {
     if (p.batch <= 0 || p.channels <= 0) return MVRT_GPU_SUCCESS;
+    if (p.x_nhwc16) {
+        const int64_t blocks = (p.batch * p.channels + 255) / 256;
+        affine_avgpool_nhwc16_kernel<<<(unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16), 256, 0, s>>>(p);
+        return mvrt_gpu_get_last_error();
+    }
     const int64_t wpb = 256 / warp_size;
     const int64_t blocks = (p.batch * p.channels + wpb - 1) / wpb;
     affine_avgpool_kernel<<<(unsigned)(blocks < 0x7fffffff ? blocks : 0x7fffffff), 256, 0, s>>>(p);

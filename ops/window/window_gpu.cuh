@@ -93,6 +93,37 @@ __global__ void __launch_bounds__(256) window_kernel(mvrt_window_params_t p)
     }
 }
 
+/* The 16-bit NHWC map form (p.map_nhwc16): map rows of C bf16 channels
+ * <-> token rows of C floats, one thread per (position, channel) of the
+ * walked grid (the padded grid for the partition, the image for the
+ * reverse), channels fastest: both sides are contiguous along C, so loads
+ * and stores coalesce without a shared-memory transpose. */
+template <bool REVERSE>
+__global__ void __launch_bounds__(256) window_nhwc16_kernel(mvrt_window_params_t p)
+{
+    const int ws = p.window;
+    const int H = (int)p.height, W = (int)p.width;
+    const int nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
+    const int gw = REVERSE ? W : nw * ws;
+    const int64_t npos = REVERSE ? (int64_t)H * W : (int64_t)nh * ws * gw;
+    const int64_t C = p.channels, total = p.batch * npos * C;
+    unsigned short *map16 = (unsigned short *)(void *)(REVERSE ? p.dst : (float *)p.src);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t c = i % C, rest = i / C;
+        const int pos = (int)(rest % npos);
+        const int64_t b = rest / npos;
+        const int y = pos / gw, x = pos - y * gw;
+        const int64_t tok = window_token(b * (int64_t)nh * nw * ws * ws, y, x, ws, nw);
+        const int64_t m = ((b * H + y) * W + x) * C + c;
+        if (REVERSE) {
+            map16[m] = mvrt_f32_to_bf16_bits(p.src[tok * C + c]);
+        } else {
+            p.dst[tok * C + c] = y < H && x < W ? mvrt_bf16_bits_to_f32(map16[m]) : 0.f;
+        }
+    }
+}
+
 /* The kernel's 32-bit positions: the padded grid of one image below 2^31
  * positions (the caller reports larger ones as unsupported). */
 static inline bool window_fits(const mvrt_window_params_t &p)
@@ -111,6 +142,13 @@ static inline mvrt_gpu_error_t launch_window(const mvrt_window_params_t &p, bool
     const int64_t ctiles = (p.channels + 31) / 32;
     dim3 grid((unsigned)((npos + 31) / 32), (unsigned)(ctiles < 65535 ? ctiles : 65535),
               (unsigned)(p.batch < 65535 ? p.batch : 65535));
+    if (p.map_nhwc16) {
+        const int64_t total = p.batch * npos * p.channels, blocks = (total + 255) / 256;
+        const unsigned grid16 = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
+        if (reverse) window_nhwc16_kernel<true><<<grid16, 256, 0, s>>>(p);
+        else window_nhwc16_kernel<false><<<grid16, 256, 0, s>>>(p);
+        return mvrt_gpu_get_last_error();
+    }
     dim3 block(32, 8);
     if (reverse) window_kernel<true><<<grid, block, 0, s>>>(p);
     else window_kernel<false><<<grid, block, 0, s>>>(p);

@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     /* window partition / reverse (B, 320, 14, 14), ws 14 */
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_WINDOW_PARTITION;
-    p.u.window = (mvrt_window_params_t){B, C, 14, 14, 14, x, y};
+    p.u.window = (mvrt_window_params_t){B, C, 14, 14, 14, x, y, 0};
     bench("window partition b256 C320 14x14", &p, 0, 2.0 * T * C * 4);
     p.kind = MVRT_OP_WINDOW_REVERSE;
     bench("window reverse b256 C320 14x14", &p, 0, 2.0 * T * C * 4);
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     /* head: affine + pool (B, 640, 7x7) */
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_AFFINE_AVGPOOL;
-    p.u.pool = (mvrt_affine_avgpool_params_t){B, 640, 49, x, w1, b1, y};
+    p.u.pool = (mvrt_affine_avgpool_params_t){B, 640, 49, x, w1, b1, y, 0};
     bench("affine+avgpool b256 C640 7x7", &p, 0, (double)B * 640 * 49 * 4);
 
     /* stage 1 conv block conv: (B, 80, 56, 56) 3x3 s1 + bias + GELU-tanh + residual */
@@ -120,9 +120,9 @@ int main(int argc, char **argv)
     float *cr = dalloc_rand(B * 80 * 56 * 56);
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_CONV2D;
-    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 80, 56, 56, 3, 1, 1, cx, cw, b1, cr, cy, MVRT_ACT_GELU_TANH, MVRT_MATH_FP32};
+    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 80, 56, 56, 3, 1, 1, cx, cw, b1, cr, cy, MVRT_ACT_GELU_TANH, MVRT_MATH_FP32, 0, 0};
     bench("conv2d b256 80->80 56x56 3x3 s1 +res", &p, 2.0 * B * 80 * 80 * 9 * 56 * 56, 0);
-    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 160, 28, 28, 3, 2, 1, cx, cw, NULL, NULL, cy, MVRT_ACT_NONE, MVRT_MATH_FP32};
+    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 160, 28, 28, 3, 2, 1, cx, cw, NULL, NULL, cy, MVRT_ACT_NONE, MVRT_MATH_FP32, 0, 0};
     bench("conv2d b256 80->160 56x56 3x3 s2", &p, 2.0 * B * 160 * 80 * 9 * 28 * 28, 0);
     vt->device_close(dev);
     return 0;

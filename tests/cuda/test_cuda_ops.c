@@ -776,6 +776,199 @@ static void case_conv2d(const ccase_t *c)
     if (c->residual) buf_free(&res);
 }
 
+/* ------------------------------------------- 16-bit NHWC maps (bf16 mode) */
+/* (batch, C, sp) -> (batch, sp, C), for floats and doubles */
+static void nchw_to_nhwc_f(const float *src, float *dst, int64_t batch, int64_t C, int64_t sp)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < sp; i++) dst[(b * sp + i) * C + c] = src[(b * C + c) * sp + i];
+}
+static void nchw_to_nhwc_d(const double *src, double *dst, int64_t batch, int64_t C, int64_t sp)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < sp; i++) dst[(b * sp + i) * C + c] = src[(b * C + c) * sp + i];
+}
+/* floats rounded to bf16 values in place (what a bf16 map holds exactly) */
+static void round_bf16(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = tu_bf16_to_f32(tu_f32_to_bf16(x[i]));
+}
+
+/* Whether the device takes op (asked as the graph runner does); on a
+ * decline the thread's message is not an error. */
+static int dev_takes(const mvrt_op_params_t *pd)
+{
+    size_t bytes = 0;
+    return !vt->op_scratch_size || vt->op_scratch_size(dev, pd, &bytes) == MVRT_OK;
+}
+
+/* A 3x3 conv (pad 1) in the 16-bit map form: x a bf16 NHWC map (x16) or
+ * NCHW floats (the stem), y and the residual bf16 NHWC maps, bf16 math.
+ * The reference: the NCHW double conv of the same float values (x and the
+ * residual hold bf16 numbers; the weights are rounded by the device, as
+ * the bf16 conv cases), permuted to NHWC. Tolerance: the bf16 conv cases'
+ * (6e-3 sqrt(Cin k^2), 2e-2) plus the output's rounding (2^-8). Returns
+ * 1 when the device took the form (0: declined, nothing checked). */
+static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
+                              int stride, int act, int residual, int x16)
+{
+    if (!selected(name)) return 0;
+    const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
+    const int64_t nx = batch * cin * h * w, ny = batch * cout * oh * ow;
+    buf_t x = buf_rand(nx, -1.0, 1.0), wt = buf_rand(cout * cin * 9, -0.5, 0.5), bias = buf_rand(cout, -1.0, 1.0);
+    float *r32 = malloc(sizeof(float) * (size_t)ny), *xn = malloc(sizeof(float) * (size_t)nx);
+    float *rn = malloc(sizeof(float) * (size_t)ny);
+    double *ref = ref_new(ny), *refn = ref_new(ny);
+    if (!r32 || !xn || !rn) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    if (x16) round_bf16(x.h, nx);
+    for (int64_t i = 0; i < ny; i++) r32[i] = (float)tu_uniform(-1.0, 1.0);
+    round_bf16(r32, ny);
+    nchw_to_nhwc_f(x.h, xn, batch, cin, h * w);
+    nchw_to_nhwc_f(r32, rn, batch, cout, oh * ow);
+    buf16_t x16b = buf16_new(x16 ? nx : 1, x16 ? xn : NULL);
+    buf16_t r16 = buf16_new(residual ? ny : 1, residual ? rn : NULL);
+    buf16_t y = buf16_new(ny, NULL);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_CONV2D;
+    mvrt_conv2d_params_t *v = &ph.u.conv2d;
+    v->batch = batch; v->in_channels = cin; v->in_h = h; v->in_w = w;
+    v->out_channels = cout; v->out_h = oh; v->out_w = ow;
+    v->kernel = 3; v->stride = stride; v->pad = 1;
+    v->x = x.h; v->weight = wt.h; v->bias = bias.h; v->residual = residual ? r32 : NULL;
+    v->activation = act; v->math = MVRT_MATH_BF16;
+    float *yh = malloc(sizeof(float) * (size_t)ny);
+    if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    v->y = yh;
+    pd = ph;
+    pd.u.conv2d.x = x16 ? (const float *)x16b.d : x.d;
+    pd.u.conv2d.weight = wt.d; pd.u.conv2d.bias = bias.d;
+    pd.u.conv2d.residual = residual ? (const float *)r16.d : NULL;
+    pd.u.conv2d.y = y.d;
+    pd.u.conv2d.x_nhwc16 = x16; pd.u.conv2d.y_nhwc16 = 1;
+    int taken = dev_takes(&pd);
+    if (taken) {
+        mvrt_ref_op_run(&ph, refn);
+        nchw_to_nhwc_d(refn, ref, batch, cout, oh * ow);
+        run_dev(&pd);
+        const double sk = sqrt((double)(cin * 9));
+        check16(name, &y, ref, 0, 6e-3 * sk, 2e-2 + 0x1p-8);
+    }
+    free(ref); free(refn); free(r32); free(xn); free(rn); free(yh);
+    buf_free(&x); buf_free(&wt); buf_free(&bias);
+    buf16_free(&x16b); buf16_free(&r16); buf16_free(&y);
+    return taken;
+}
+
+/* Window partition from / reverse into a 16-bit NHWC map: the partition
+ * copies bf16 values into floats (exact), the reverse rounds floats to
+ * bf16 once (2^-8 relative at most). */
+static int case_window_nhwc16(const char *name, int64_t batch, int64_t C, int64_t H, int64_t W, int ws)
+{
+    char nm[128];
+    int taken = 0;
+    const int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
+    const int64_t nmap = batch * C * H * W, ntok = batch * nh * nw * ws * ws * C;
+    for (int rev = 0; rev < 2; rev++) {
+        snprintf(nm, sizeof nm, "%s_%s", name, rev ? "reverse" : "partition");
+        if (!selected(nm)) continue;
+        buf_t map = buf_rand(nmap, -1.0, 1.0), tok = rev ? buf_rand(ntok, -1.0, 1.0) : buf_out(ntok);
+        round_bf16(map.h, nmap);
+        float *mapn = malloc(sizeof(float) * (size_t)nmap);
+        if (!mapn) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+        nchw_to_nhwc_f(map.h, mapn, batch, C, H * W);
+        buf16_t map16 = buf16_new(nmap, rev ? NULL : mapn);
+        mvrt_op_params_t ph, pd;
+        memset(&ph, 0, sizeof ph);
+        ph.kind = rev ? MVRT_OP_WINDOW_REVERSE : MVRT_OP_WINDOW_PARTITION;
+        mvrt_window_params_t *p = &ph.u.window;
+        p->batch = batch; p->channels = C; p->height = H; p->width = W; p->window = ws;
+        p->src = rev ? tok.h : map.h; p->dst = rev ? map.h : tok.h;
+        pd = ph;
+        pd.u.window.src = rev ? tok.d : (const float *)map16.d;
+        pd.u.window.dst = rev ? (float *)map16.d : tok.d;
+        pd.u.window.map_nhwc16 = 1;
+        if (dev_takes(&pd)) {
+            taken++;
+            double *ref = ref_new(rev ? nmap : ntok);
+            mvrt_ref_op_run(&ph, ref);
+            run_dev(&pd);
+            if (rev) {
+                double *refn = ref_new(nmap);
+                nchw_to_nhwc_d(ref, refn, batch, C, H * W);
+                check16(nm, &map16, refn, 0, 0.0, 0x1p-8);
+                free(refn);
+            } else {
+                check(nm, &tok, ref, 0, 0.0, 0.0);
+            }
+            free(ref);
+        }
+        free(mapn);
+        buf_free(&map); buf_free(&tok); buf16_free(&map16);
+    }
+    return taken;
+}
+
+/* Affine + average pool of a 16-bit NHWC map: atol 1e-5, rtol 1e-5. */
+static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t spatial)
+{
+    if (!selected(name)) return 0;
+    buf_t x = buf_rand(batch * C * spatial, -1.0, 2.0), sc = buf_rand(C, 0.5, 1.5), sh = buf_rand(C, -1.0, 1.0);
+    buf_t y = buf_out(batch * C);
+    round_bf16(x.h, x.n);
+    float *xn = malloc(sizeof(float) * (size_t)x.n);
+    if (!xn) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    nchw_to_nhwc_f(x.h, xn, batch, C, spatial);
+    buf16_t x16 = buf16_new(x.n, xn);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_AFFINE_AVGPOOL;
+    mvrt_affine_avgpool_params_t *p = &ph.u.pool;
+    p->batch = batch; p->channels = C; p->spatial = spatial;
+    p->x = x.h; p->scale = sc.h; p->shift = sh.h; p->y = y.h;
+    pd = ph;
+    pd.u.pool.x = (const float *)x16.d; pd.u.pool.scale = sc.d; pd.u.pool.shift = sh.d; pd.u.pool.y = y.d;
+    pd.u.pool.x_nhwc16 = 1;
+    const int taken = dev_takes(&pd);
+    if (taken) {
+        double *ref = ref_new(y.n);
+        mvrt_ref_op_run(&ph, ref);
+        run_dev(&pd);
+        check(name, &y, ref, 0, 1e-5, 1e-5);
+        free(ref);
+    }
+    free(xn);
+    buf_free(&x); buf_free(&sc); buf_free(&sh); buf_free(&y); buf16_free(&x16);
+    return taken;
+}
+
+/* The 16-bit map forms; returns how many conv cases the device took (the
+ * window and pool forms run everywhere). MambaVision's shapes (stem
+ * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
+ * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
+ * epilogues. */
+#define NHWC16_CONV_CASES 8
+static int run_nhwc16_cases(void)
+{
+    int taken = 0;
+    taken += case_conv2d_nhwc16("conv16_stem_c3_s2_relu_b2", 2, 3, 64, 61, 32, 2, MVRT_ACT_RELU, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stem2_32to80_s2_relu", 3, 32, 32, 32, 80, 2, MVRT_ACT_RELU, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_56x56x80_gelut_b2", 2, 80, 56, 56, 80, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_56x56x80_res_b1", 1, 80, 56, 56, 80, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_28x28x160_res_b3", 3, 160, 28, 28, 160, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_28x28x160_gelut_b1", 1, 160, 28, 28, 160, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_down_13x11_c16_to_24", 2, 16, 13, 11, 24, 2, MVRT_ACT_NONE, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_stem_c5_odd_7x9", 1, 5, 7, 9, 8, 1, MVRT_ACT_GELU_TANH, 0, 0);
+    case_window_nhwc16("window16_mv_14x14_ws14_c320_b3", 3, 320, 14, 14, 14);
+    case_window_nhwc16("window16_pad_5x7_ws3_c24", 2, 24, 5, 7, 3);
+    case_window_nhwc16("window16_7x7_ws7_c40", 2, 40, 7, 7, 7);
+    case_pool_nhwc16("pool16_mv_9x640x49", 9, 640, 49);
+    case_pool_nhwc16("pool16_2x24x5", 2, 24, 5);
+    return taken;
+}
+
 /* ---------------------------------------------------------------- window */
 static void case_window(const char *name, int64_t batch, int64_t C, int64_t H, int64_t W, int ws)
 {
@@ -847,7 +1040,7 @@ static void case_graph(void)
     memset(&l, 0, sizeof l);
     c.kind = MVRT_OP_CONV2D;
     c.u.conv2d = (mvrt_conv2d_params_t){B, Ci, H, W, Co, H, W, 3, 1, 1, x.d, w.d, cb.d, NULL, y.d, MVRT_ACT_GELU_ERF,
-                                        MVRT_MATH_FP32};
+                                        MVRT_MATH_FP32, 0, 0};
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,
@@ -1229,6 +1422,11 @@ int main(int argc, char **argv)
         const int code_arch = code ? atoi(code + 8) : info.arch_major * 10 + info.arch_minor;
         const int cluster = strcmp(info.backend, "cuda") == 0 && code_arch >= 90;
         check_taken("folded-LayerNorm", run_linear_ln_cases(), pinned ? -1 : cluster ? 6 : 0);
+        /* the 16-bit map convs: every case where the CUTLASS conv serves
+         * (conv=implicit: CUTLASS built, sm_80+ code), none elsewhere */
+        check_taken("NHWC bf16 conv", run_nhwc16_cases(),
+                    strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES
+                    : strcmp(info.backend, "cuda") == 0 ? 0 : -1);
         setenv("MVRT_CUDA_LN_FOLD", "0", 1);
         if (reopen_device("lnfold0") != 0) return 1;
         check_taken("folded-LayerNorm", run_linear_ln_cases(), 0);

@@ -607,6 +607,148 @@ static void test_pool(int64_t B, int64_t C, int64_t S, double mean)
     free(ref);
 }
 
+/* ---------------- 16-bit NHWC maps (the graph's bf16 conv stages) ----------------
+ * conv2d, window partition / reverse and pool with bf16 NHWC maps, against
+ * the double reference of the NCHW op on the same float values (bf16
+ * inputs hold them exactly), permuted to NHWC. The CPU computes in fp32
+ * with fp32 weights and rounds a bf16 output once: rtol 1.125 * 2^-8 on
+ * top of fp32 accuracy (atol 1e-5 of the largest |ref|). */
+#define MAP16_RTOL 0x1.2p-8
+#define MAP16_ATOL 1e-5
+
+static void nchw_to_nhwc(const double *src, double *dst, int64_t batch, int64_t C, int64_t sp)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < sp; i++)
+                dst[(b * sp + i) * C + c] = src[(b * C + c) * sp + i];
+}
+
+/* n random floats rounded to bf16, as floats (NCHW) and as NHWC bits */
+static float *map16_values(int64_t batch, int64_t C, int64_t sp, uint16_t **out16)
+{
+    const size_t n = (size_t)(batch * C * sp);
+    float *x = falloc(n);
+    uint16_t *x16 = malloc(n * sizeof(uint16_t) + 2);
+    if (!x16) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    fill_uniform(x, n, 0.0, 1.0);
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < sp; i++) {
+                const uint16_t h = mvrt_f32_to_bf16(x[(b * C + c) * sp + i]);
+                x[(b * C + c) * sp + i] = mvrt_bf16_to_f32(h);
+                x16[(b * sp + i) * C + c] = h;
+            }
+    *out16 = x16;
+    return x;
+}
+
+/* Runs op with 1 and 2 threads into the bf16 y16 (NaN bits before each
+ * run) and compares the decoded values with ref. */
+static void check_threads16(const char *kind, const char *name, const mvrt_op_params_t *op, uint16_t *y16,
+                            const double *ref, size_t n)
+{
+    float *got = falloc(n);
+    for (int t = 1; t <= 2; t++) {
+        for (size_t i = 0; i < n; i++)
+            y16[i] = 0x7fc0u;
+        run_cpu(op, t);
+        for (size_t i = 0; i < n; i++)
+            got[i] = mvrt_bf16_to_f32(y16[i]);
+        compare(kind, name, t, got, ref, n, MAP16_RTOL, MAP16_ATOL * max_abs(ref, n));
+    }
+    free(got);
+}
+
+static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride, int act,
+                               int residual, int x16)
+{
+    char name[128];
+    snprintf(name, sizeof name, "nhwc16 b%lld %lld->%lld %lldx%lld s%d act %d%s%s", (long long)batch,
+             (long long)cin, (long long)cout, (long long)h, (long long)w, stride, act, residual ? " res" : "",
+             x16 ? "" : " x NCHW f32");
+    const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
+    const size_t ny = (size_t)(batch * cout * oh * ow);
+    uint16_t *xb, *rb;
+    float *x = map16_values(batch, cin, h * w, &xb), *r = map16_values(batch, cout, oh * ow, &rb);
+    float *wt = falloc((size_t)(cout * cin * 9)), *bias = falloc((size_t)cout), *y32 = falloc(ny);
+    uint16_t *y16 = malloc(ny * sizeof(uint16_t));
+    double *refn = dalloc(ny), *ref = dalloc(ny);
+    if (!y16) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    fill_uniform(wt, (size_t)(cout * cin * 9), 0.0, 0.5);
+    fill_uniform(bias, (size_t)cout, 0.0, 1.0);
+    mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
+    op.u.conv2d = (mvrt_conv2d_params_t){.batch = batch, .in_channels = cin, .in_h = h, .in_w = w,
+                                         .out_channels = cout, .out_h = oh, .out_w = ow, .kernel = 3,
+                                         .stride = stride, .pad = 1, .x = x, .weight = wt, .bias = bias,
+                                         .residual = residual ? r : NULL, .y = y32, .activation = act,
+                                         .math = MVRT_MATH_BF16};
+    run_ref(&op, refn);
+    nchw_to_nhwc(refn, ref, batch, cout, oh * ow);
+    op.u.conv2d.x = x16 ? (const float *)(const void *)xb : x;
+    op.u.conv2d.residual = residual ? (const float *)(const void *)rb : NULL;
+    op.u.conv2d.y = (float *)(void *)y16;
+    op.u.conv2d.x_nhwc16 = x16, op.u.conv2d.y_nhwc16 = 1;
+    check_threads16("conv2d", name, &op, y16, ref, ny);
+    free(x), free(xb), free(r), free(rb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref);
+}
+
+static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, int ws)
+{
+    char name[128];
+    snprintf(name, sizeof name, "nhwc16 b%lld c%lld %lldx%lld ws %d", (long long)batch, (long long)C,
+             (long long)H, (long long)W, ws);
+    const int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
+    const size_t nmap = (size_t)(batch * C * H * W), ntok = (size_t)(batch * nh * nw * ws * ws * C);
+    uint16_t *m16;
+    float *map = map16_values(batch, C, H * W, &m16);
+    float *tok = falloc(ntok), *map32 = falloc(nmap);
+    double *ref = dalloc(ntok > nmap ? ntok : nmap), *refn = dalloc(nmap);
+    /* partition: bf16 map -> float tokens, exact */
+    mvrt_op_params_t op = {.kind = MVRT_OP_WINDOW_PARTITION};
+    op.u.window = (mvrt_window_params_t){.batch = batch, .channels = C, .height = H, .width = W, .window = ws,
+                                         .src = map, .dst = tok};
+    for (size_t i = 0; i < ntok; i++)
+        ref[i] = NAN;
+    run_ref(&op, ref);
+    op.u.window.src = (const float *)(const void *)m16, op.u.window.map_nhwc16 = 1;
+    check_threads("window", name, &op, tok, ref, ntok, 0.0, 0.0);
+    /* reverse: float tokens (random, not bf16 values) -> bf16 map, rounded once */
+    fill_uniform(tok, ntok, 0.0, 1.0);
+    op.kind = MVRT_OP_WINDOW_REVERSE;
+    op.u.window.src = tok, op.u.window.dst = map32, op.u.window.map_nhwc16 = 0;
+    run_ref(&op, refn);
+    nchw_to_nhwc(refn, ref, batch, C, H * W);
+    op.u.window.dst = (float *)(void *)m16, op.u.window.map_nhwc16 = 1;
+    check_threads16("window rev", name, &op, m16, ref, nmap);
+    free(map), free(m16), free(tok), free(map32), free(ref), free(refn);
+}
+
+static void test_pool_nhwc16(int64_t batch, int64_t C, int64_t spatial)
+{
+    char name[128];
+    snprintf(name, sizeof name, "nhwc16 b%lld c%lld sp %lld", (long long)batch, (long long)C, (long long)spatial);
+    uint16_t *x16;
+    float *x = map16_values(batch, C, spatial, &x16);
+    float *sc = falloc((size_t)C), *sh = falloc((size_t)C), *y = falloc((size_t)(batch * C));
+    double *ref = dalloc((size_t)(batch * C));
+    fill_uniform(sc, (size_t)C, 1.0, 0.5);
+    fill_uniform(sh, (size_t)C, 0.0, 1.0);
+    mvrt_op_params_t op = {.kind = MVRT_OP_AFFINE_AVGPOOL};
+    op.u.pool = (mvrt_affine_avgpool_params_t){.batch = batch, .channels = C, .spatial = spatial, .x = x,
+                                               .scale = sc, .shift = sh, .y = y};
+    run_ref(&op, ref);
+    op.u.pool.x = (const float *)(const void *)x16, op.u.pool.x_nhwc16 = 1;
+    check_threads("pool", name, &op, y, ref, (size_t)(batch * C), AP_RTOL, AP_ATOL * max_abs(ref, (size_t)(batch * C)));
+    free(x), free(x16), free(sc), free(sh), free(y), free(ref);
+}
+
 int main(void)
 {
     /* LayerNorm: 1 column (zero variance), odd widths, widths that are not
@@ -693,6 +835,18 @@ int main(void)
     test_pool(2, 640, 49, 0.0);
     test_pool(1, 5, 3136, 100.0);
     test_pool(4, 65, 256, -3.0);
+
+    /* 16-bit NHWC maps: the stem from NCHW floats (3 channels), conv
+     * blocks (tanh GELU; bias + residual), a downsampler, odd sizes; window
+     * partition / reverse with padding; pool. */
+    test_conv2d_nhwc16(2, 3, 17, 15, 8, 2, MVRT_ACT_RELU, 0, 0);
+    test_conv2d_nhwc16(1, 8, 9, 11, 16, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    test_conv2d_nhwc16(2, 16, 7, 6, 16, 1, MVRT_ACT_NONE, 1, 1);
+    test_conv2d_nhwc16(3, 5, 10, 9, 7, 2, MVRT_ACT_NONE, 0, 1);
+    test_window_nhwc16(2, 24, 5, 7, 3);
+    test_window_nhwc16(1, 40, 14, 14, 14);
+    test_pool_nhwc16(2, 24, 5);
+    test_pool_nhwc16(3, 640, 49);
 
     printf("%d comparisons, %d failures\n", g_cases, g_failures);
     return g_failures ? 1 : 0;
