@@ -71,16 +71,18 @@ bool forced()
 }
 
 /* The 16-bit map forms (x_nhwc16 / y_nhwc16): bf16 math, y NHWC bf16,
- * output and (NHWC) input channels multiples of 8 (an NCHW float input is
- * staged with its channels padded to 8: the 3-channel stem), an epilogue
+ * output and (NHWC) input channels multiples of 4 (16-byte vectors where
+ * both are multiples of 8, else 8-byte ones: MambaVision-L's 196
+ * channels; an NCHW float input is staged with its channels padded to 8),
+ * an epilogue
  * CUTLASS's bias-broadcast epilogue computes. Every size, batch 1
  * included: the graph has no other path for these forms. */
 bool eligible_nhwc16(const mvrt_conv2d_params_t *p)
 {
     const bool act_ok = p->activation == MVRT_ACT_NONE ||
                         (!p->residual && (p->activation == MVRT_ACT_RELU || p->activation == MVRT_ACT_GELU_TANH));
-    return p->y_nhwc16 && p->math == MVRT_MATH_BF16 && act_ok && p->batch > 0 && p->out_channels % 8 == 0 &&
-           (!p->x_nhwc16 || p->in_channels % 8 == 0) && p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 &&
+    return p->y_nhwc16 && p->math == MVRT_MATH_BF16 && act_ok && p->batch > 0 && p->out_channels % 4 == 0 &&
+           (!p->x_nhwc16 || p->in_channels % 4 == 0) && p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 &&
            p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 8 && p->out_h * p->out_w <= INT_MAX / 8 &&
            p->in_channels <= 65536 && p->out_channels <= 65536;
 }
@@ -365,17 +367,17 @@ __global__ void __launch_bounds__(256) stage_filter16_kernel(const float *__rest
  * bias-broadcast epilogue: y = Act(acc + bias + beta * residual), stored
  * as bf16 NHWC (Act: Identity, ReLu or GELU_taylor, PyTorch's tanh GELU;
  * beta 1 with a residual, else the residual is not read). */
-template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename Act>
+template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename Act, int ALIGN>
 struct conv_bf16_fused {
     using bf16 = cutlass::bfloat16_t;
-    using OutOp = cutlass::epilogue::thread::LinearCombinationBiasElementwise<bf16, float, float, bf16, bf16, 8, Act,
-                                                                              cutlass::plus<float>, false, float>;
+    using OutOp = cutlass::epilogue::thread::LinearCombinationBiasElementwise<bf16, float, float, bf16, bf16, ALIGN,
+                                                                              Act, cutlass::plus<float>, false, float>;
     using Kernel = typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<
         bf16, cutlass::layout::TensorNHWC, bf16, cutlass::layout::TensorNHWC, bf16, cutlass::layout::TensorNHWC, float,
         cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, cutlass::gemm::GemmShape<TM, TN, TK>,
         cutlass::gemm::GemmShape<WM, WN, TK>, cutlass::gemm::GemmShape<16, 8, 16>, OutOp,
         cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, STAGES, cutlass::arch::OpMultiplyAdd,
-        cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, 8, 8>::Kernel;
+        cutlass::conv::IteratorAlgorithm::kOptimized, cutlass::conv::StrideSupport::kStrided, ALIGN, ALIGN>::Kernel;
     using Conv = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
 
     static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const bf16 *x, const bf16 *wt,
@@ -410,19 +412,19 @@ struct conv_bf16_fused {
 
 /* Tiles as run_conv_bf16's (measured there); the activation picks the
  * epilogue. */
-template <int TM, int TN, int TK, int WM, int WN, int STAGES>
+template <int TM, int TN, int TK, int WM, int WN, int STAGES, int ALIGN>
 int run_fused_act(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const cutlass::bfloat16_t *x,
                   const cutlass::bfloat16_t *wt, const float *bias, const cutlass::bfloat16_t *r,
                   cutlass::bfloat16_t *y, char *msg, size_t msg_n)
 {
     namespace th = cutlass::epilogue::thread;
     if (p->activation == MVRT_ACT_RELU)
-        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::ReLu<float>>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
+        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::ReLu<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
                                                                                    msg_n);
     if (p->activation == MVRT_ACT_GELU_TANH)
-        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::GELU_taylor<float>>::run(s, p, nb, cp, x, wt, bias, r, y,
+        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::GELU_taylor<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y,
                                                                                           msg, msg_n);
-    return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::Identity<float>>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
+    return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::Identity<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
                                                                                    msg_n);
 }
 
@@ -454,9 +456,13 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
         const int64_t off = b0 * (int64_t)PQ * K;
         bf16 *y = (bf16 *)(void *)p->y + off;
         const bf16 *r = p->residual ? (const bf16 *)(const void *)p->residual + off : nullptr;
-        const int rc = p->out_channels > 128 && p->stride == 1
-                           ? run_fused_act<256, 64, 32, 64, 64, 3>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
-                           : run_fused_act<128, 128, 32, 64, 64, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);
+        /* 8-byte vectors (one tile) where a channel count is not a
+         * multiple of 8 (not measured against other tiles) */
+        const int rc = cp % 8 != 0 || K % 8 != 0
+                           ? run_fused_act<128, 128, 32, 64, 64, 4, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                       : p->out_channels > 128 && p->stride == 1
+                           ? run_fused_act<256, 64, 32, 64, 64, 3, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                           : run_fused_act<128, 128, 32, 64, 64, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_GEMM_FAILED; /* no other path serves these forms */
     }
     if (e != cudaSuccess) {

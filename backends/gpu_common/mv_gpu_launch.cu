@@ -361,13 +361,19 @@ int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, c
     return full > tail ? full : tail;
 }
 
-/* The 16-bit map forms of a conv (x_nhwc16 / y_nhwc16) run only as the
- * vendor's whole-op conv (CUDA: CUTLASS's bf16 implicit GEMM with its
- * epilogue); elsewhere the op is declined and the graph keeps float maps. */
+/* The 16-bit map forms of a conv (x_nhwc16 / y_nhwc16): the stem's few
+ * NCHW float input channels on conv_smallk_kernel (direct, fp32 math,
+ * NHWC bf16 stores), every other conv only as the vendor's whole-op conv
+ * (CUDA: CUTLASS's bf16 implicit GEMM with its epilogue); elsewhere the op
+ * is declined and the graph keeps float maps. */
 bool conv_nhwc16(const mvrt_conv2d_params_t &p) { return p.x_nhwc16 || p.y_nhwc16; }
+bool conv_nhwc16_smallk(const mvrt_conv2d_params_t &p)
+{
+    return p.y_nhwc16 && !p.x_nhwc16 && conv2d_smallk(p);
+}
 bool conv_nhwc16_takes(const mvrt_conv2d_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    return ctx->conv && ctx->conv_scratch(&p) > 0;
+    return conv_nhwc16_smallk(p) || (ctx->conv && ctx->conv_scratch(&p) > 0);
 }
 
 int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
@@ -375,6 +381,11 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
 {
     if (conv_nhwc16(p)) {
         if (!conv_nhwc16_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
+        if (conv_nhwc16_smallk(p)) {
+            const gpuError_t e = launch_conv_smallk(p, s);
+            if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+            return MVRT_GPU_OP_OK;
+        }
         if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
         return ctx->conv(s, &p, scratch, msg, msg_n) == MVRT_GPU_GEMM_OK ? MVRT_GPU_OP_OK : MVRT_GPU_OP_BLAS;
     }
@@ -546,7 +557,8 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
 extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
     if (p->kind == MVRT_OP_CONV2D && conv_nhwc16(p->u.conv2d))
-        return conv_nhwc16_takes(p->u.conv2d, ctx) ? (size_t)ctx->conv_scratch(&p->u.conv2d) : 0;
+        return conv_nhwc16_takes(p->u.conv2d, ctx) && !conv_nhwc16_smallk(p->u.conv2d)
+                   ? (size_t)ctx->conv_scratch(&p->u.conv2d) : 0;
     if (p->kind == MVRT_OP_CONV2D) {
         const conv2d_plan c = make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx));
         if (c.smallk) return 0; /* conv_smallk_kernel needs none */

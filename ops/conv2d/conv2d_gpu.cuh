@@ -159,7 +159,10 @@ static inline mvrt_gpu_error_t launch_im2col(const mvrt_conv2d_params_t &p, cons
  * rows read from shared memory as broadcasts, the activation and the
  * residual. Stores are coalesced along the positions of a channel. 32-bit
  * positions (conv2d_smallk checks). */
-template <int CIN>
+/* NHWC16 (the 16-bit map form: y_nhwc16 with an NCHW float x, the
+ * 3-channel stem): y and the residual are NHWC bf16, each thread's
+ * outputs are its pixel's nco neighbouring channels. */
+template <int CIN, bool NHWC16>
 __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p)
 {
     constexpr int KD = CIN * 9, CO = MVRT_CONV_SMALLK_CO;
@@ -196,10 +199,16 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
                 float acc = bs[o];
 #pragma unroll
                 for (int r = 0; r < KD; r++) acc = fmaf(ws[o * KD + r], v[r], acc);
-                const int64_t off = ybase + (int64_t)o * nsp + sp;
                 float out = act_apply(p.activation, acc);
-                if (p.residual) out += p.residual[off];
-                p.y[off] = out;
+                if (NHWC16) {
+                    const int64_t off = (img * nsp + sp) * p.out_channels + co0 + o;
+                    if (p.residual) out += mvrt_bf16_bits_to_f32(((const unsigned short *)(const void *)p.residual)[off]);
+                    ((unsigned short *)(void *)p.y)[off] = mvrt_f32_to_bf16_bits(out);
+                } else {
+                    const int64_t off = ybase + (int64_t)o * nsp + sp;
+                    if (p.residual) out += p.residual[off];
+                    p.y[off] = out;
+                }
             }
         }
     }
@@ -210,11 +219,20 @@ static inline mvrt_gpu_error_t launch_conv_smallk(const mvrt_conv2d_params_t &p,
     const int64_t nsp = p.out_h * p.out_w, bx = (nsp + 255) / 256;
     const dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)((p.out_channels + MVRT_CONV_SMALLK_CO - 1) / MVRT_CONV_SMALLK_CO),
                     (unsigned)(p.batch < 65535 ? p.batch : 65535));
+    if (p.y_nhwc16) {
+        switch (p.in_channels) {
+        case 1: conv_smallk_kernel<1, true><<<grid, 256, 0, s>>>(p); break;
+        case 2: conv_smallk_kernel<2, true><<<grid, 256, 0, s>>>(p); break;
+        case 3: conv_smallk_kernel<3, true><<<grid, 256, 0, s>>>(p); break;
+        default: conv_smallk_kernel<4, true><<<grid, 256, 0, s>>>(p); break;
+        }
+        return mvrt_gpu_get_last_error();
+    }
     switch (p.in_channels) {
-    case 1: conv_smallk_kernel<1><<<grid, 256, 0, s>>>(p); break;
-    case 2: conv_smallk_kernel<2><<<grid, 256, 0, s>>>(p); break;
-    case 3: conv_smallk_kernel<3><<<grid, 256, 0, s>>>(p); break;
-    default: conv_smallk_kernel<4><<<grid, 256, 0, s>>>(p); break;
+    case 1: conv_smallk_kernel<1, false><<<grid, 256, 0, s>>>(p); break;
+    case 2: conv_smallk_kernel<2, false><<<grid, 256, 0, s>>>(p); break;
+    case 3: conv_smallk_kernel<3, false><<<grid, 256, 0, s>>>(p); break;
+    default: conv_smallk_kernel<4, false><<<grid, 256, 0, s>>>(p); break;
     }
     return mvrt_gpu_get_last_error();
 }

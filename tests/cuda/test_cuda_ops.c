@@ -949,7 +949,8 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 8
+#define NHWC16_CONV_CASES 11
+#define NHWC16_SMALLK_CASES 1 /* conv16_stem_c3_s2_relu_b2 */
 static int run_nhwc16_cases(void)
 {
     int taken = 0;
@@ -961,6 +962,10 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16("conv16_28x28x160_gelut_b1", 1, 160, 28, 28, 160, 1, MVRT_ACT_GELU_TANH, 0, 1);
     taken += case_conv2d_nhwc16("conv16_down_13x11_c16_to_24", 2, 16, 13, 11, 24, 2, MVRT_ACT_NONE, 0, 1);
     taken += case_conv2d_nhwc16("conv16_stem_c5_odd_7x9", 1, 5, 7, 9, 8, 1, MVRT_ACT_GELU_TANH, 0, 0);
+    /* MambaVision-L's 196 channels: 8-byte vectors */
+    taken += case_conv2d_nhwc16("conv16_L_14x14x196_res_b2", 2, 196, 14, 14, 196, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_L_64to196_s2_relu", 2, 64, 20, 18, 196, 2, MVRT_ACT_RELU, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_L_196_gelut_b1", 1, 196, 9, 13, 196, 1, MVRT_ACT_GELU_TANH, 0, 1);
     case_window_nhwc16("window16_mv_14x14_ws14_c320_b3", 3, 320, 14, 14, 14);
     case_window_nhwc16("window16_pad_5x7_ws3_c24", 2, 24, 5, 7, 3);
     case_window_nhwc16("window16_7x7_ws7_c40", 2, 40, 7, 7, 7);
@@ -1423,10 +1428,10 @@ int main(int argc, char **argv)
         const int cluster = strcmp(info.backend, "cuda") == 0 && code_arch >= 90;
         check_taken("folded-LayerNorm", run_linear_ln_cases(), pinned ? -1 : cluster ? 6 : 0);
         /* the 16-bit map convs: every case where the CUTLASS conv serves
-         * (conv=implicit: CUTLASS built, sm_80+ code), none elsewhere */
+         * (conv=implicit: CUTLASS built, sm_80+ code), elsewhere only the
+         * stem's (direct kernel, 3 NCHW float input channels) */
         check_taken("NHWC bf16 conv", run_nhwc16_cases(),
-                    strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES
-                    : strcmp(info.backend, "cuda") == 0 ? 0 : -1);
+                    strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES : NHWC16_SMALLK_CASES);
         setenv("MVRT_CUDA_LN_FOLD", "0", 1);
         if (reopen_device("lnfold0") != 0) return 1;
         check_taken("folded-LayerNorm", run_linear_ln_cases(), 0);
