@@ -21,9 +21,12 @@
 extern "C" {
 #endif
 
-/* 2: op_scratch_size/op_run added (MambaVision ops). The entry symbol keeps
- * its name; the runtime passes its ABI version and checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 2u
+/* 2: op_scratch_size/op_run added (MambaVision ops). 3: the 16-bit NHWC
+ * map fields of the conv2d, window and pool parameters (a plugin built
+ * before them would read such maps as NCHW floats: refused instead). The
+ * entry symbol keeps its name; the runtime passes its ABI version and
+ * checks the vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 3u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

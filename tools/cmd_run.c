@@ -15,7 +15,7 @@ static void run_usage(FILE *to)
     fprintf(to,
             "usage: mvrt run [--backend NAME] [--config NAME] [--weights FILE [--prefix P]]\n"
             "                [--batch N] [--batches N] [--image H[xW]] [--precision fp32|fast|bf16]\n"
-            "                [--devices LIST] [--threads N] [--seed S] [--no-progress]\n"
+            "                [--devices LIST] [--threads N] [--seed S] [--agreement MIN] [--no-progress]\n"
             "\n"
             "Runs a MambaVision network on random images (seeded) and prints images/s,\n"
             "the latency per batch and a checksum of the logits.\n"
@@ -33,7 +33,53 @@ static void run_usage(FILE *to)
             "                   and convs) or bf16 (bf16 operands, fp32 accumulation)\n"
             "  --devices LIST   split each batch over devices of the backend, e.g. 0,1\n"
             "  --threads N      CPU threads (default: all cores)\n"
-            "  --seed S         seed of the weights (without --weights) and of the images (0)\n");
+            "  --seed S         seed of the weights (without --weights) and of the images (0)\n"
+            "  --agreement MIN  then run the same images in fp32 and compare: the share of\n"
+            "                   images whose top-1 class agrees and the largest logit difference;\n"
+            "                   exit 1 when the share is below MIN (0..1) or a logit is not finite\n");
+}
+
+/* The fp32 run of the same images and weights against `logits` (the run
+ * under test, batch x classes): prints the top-1 agreement and the largest
+ * |difference| relative to the fp32 logits' largest magnitude; returns 0
+ * when the share agreeing is at least min_agree, 1 otherwise, -1 when the
+ * fp32 run failed. */
+static int top1_agreement(const mvrt_mr_spec_t *spec, const float *logits, int64_t batch, int64_t classes,
+                          double min_agree)
+{
+    mvrt_mr_spec_t s32 = *spec;
+    s32.options.math = 0; /* fp32 */
+    mvrt_mr_t mr;
+    mvrt_status_t st;
+    char err[2048];
+    if (mvrt_mr_open(&mr, &s32, &st, err, sizeof err) != 0 || mvrt_mr_run(&mr, err, sizeof err) != 0) {
+        fprintf(stderr, "mvrt run: the fp32 run for --agreement: %s\n", err);
+        return -1;
+    }
+    int64_t agree = 0;
+    double max_diff = 0.0, max_ref = 0.0;
+    for (int64_t b = 0; b < batch; b++) {
+        const float *x = logits + b * classes, *r = mr.host_out + b * classes;
+        int64_t ix = 0, ir = 0;
+        for (int64_t c = 1; c < classes; c++) {
+            if (x[c] > x[ix])
+                ix = c;
+            if (r[c] > r[ir])
+                ir = c;
+        }
+        agree += ix == ir;
+        for (int64_t c = 0; c < classes; c++) {
+            const double d = fabs((double)x[c] - (double)r[c]);
+            max_diff = d > max_diff ? d : max_diff;
+            max_ref = fabs((double)r[c]) > max_ref ? fabs((double)r[c]) : max_ref;
+        }
+    }
+    mvrt_mr_close(&mr);
+    const double share = batch > 0 ? (double)agree / (double)batch : 1.0;
+    printf("  top-1 class equal to the fp32 run's on %lld of %lld images (%.2f %%, needed %.2f %%); "
+           "max |logit - fp32| %.3e (max |fp32 logit| %.3e)\n",
+           (long long)agree, (long long)batch, 100.0 * share, 100.0 * min_agree, max_diff, max_ref);
+    return share >= min_agree ? 0 : 1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -50,6 +96,7 @@ int mvrt_cmd_run(int argc, char **argv)
     const char *config = "T";
     int64_t batch = 0, batches = -1, height = 224, width = 224;
     int progress = isatty(2);
+    double min_agree = -1.0; /* --agreement: off */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -74,6 +121,13 @@ int mvrt_cmd_run(int argc, char **argv)
             continue;
         if (!strcmp(a, "--devices"))
             spec.devices = v;
+        else if (!strcmp(a, "--agreement")) {
+            min_agree = strtod(v, &end);
+            if (end == v || *end || !(min_agree >= 0.0 && min_agree <= 1.0)) {
+                fprintf(stderr, "mvrt run: --agreement takes a share in [0, 1], not '%s'\n", v);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--batch") || !strcmp(a, "--batches") || !strcmp(a, "--threads") ||
                    !strcmp(a, "--seed")) {
             long long n = strtoll(v, &end, 10);
@@ -200,6 +254,22 @@ int mvrt_cmd_run(int argc, char **argv)
            n > 2 ? mr.host_out[2] : 0.0, finite ? "" : "  (NON-FINITE VALUES)");
     printf("  %s\n", gs.captured ? "runs replay a captured GPU graph" : "ops launched one by one");
     free(lat);
-    mvrt_mr_close(&mr);
-    return finite ? 0 : 1;
+    int agreement = 0;
+    if (min_agree >= 0.0) {
+        /* the run's logits, then its device memory back before the fp32 graph */
+        float *logits = malloc((size_t)n * sizeof *logits);
+        if (!logits) {
+            fprintf(stderr, "mvrt run: out of host memory\n");
+            mvrt_mr_close(&mr);
+            return 1;
+        }
+        memcpy(logits, mr.host_out, (size_t)n * sizeof *logits);
+        const int64_t classes = mr.out_item;
+        mvrt_mr_close(&mr);
+        agreement = top1_agreement(&spec, logits, batch, classes, min_agree);
+        free(logits);
+    } else {
+        mvrt_mr_close(&mr);
+    }
+    return finite && agreement == 0 ? 0 : 1;
 }
