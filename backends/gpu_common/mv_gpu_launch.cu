@@ -194,6 +194,20 @@ int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
  * with fp32 accumulation into Y (fp32, or bf16 when y_bf16), then the
  * epilogue. OK, or DECLINED when the vendor GEMM does not take the sizes
  * (the caller then runs fp32), or an error. */
+/* A batched linear whose A is transposed per item (stored K x M) against
+ * one shared B into a dense Y (and residual), no per-row bias: the
+ * mixer's out_proj over windows (A_b = YZ_b^T). Its A is staged as one
+ * row-major (batch * M, K) bf16 matrix, so one GEMM of batch * M rows
+ * replaces `batch` GEMMs of M rows (MambaVision-T, batch 256, H200: 4
+ * GEMMs of 256 x 196 rows took 0.65 ms, 2 of 256 x 49 rows 0.53 ms, at
+ * 39-64 TFLOP/s). */
+bool linear_fold_batch(const mvrt_linear_params_t &p, const gemm_args &g)
+{
+    return p.trans_a && !p.a_bf16 && p.batch > 1 && p.batch_stride_b == 0 && p.ldy == p.N &&
+           p.batch_stride_y == p.M * p.N && (!g.R || (g.ldr == p.N && g.sr == p.M * p.N)) &&
+           !(p.bias && p.bias_per_row);
+}
+
 int run_linear_bf16(gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
                     gpuStream_t s, gpuError_t *err, char *msg, size_t msg_n)
 {
@@ -202,6 +216,29 @@ int run_linear_bf16(gemm_args &g, const mvrt_linear_params_t &p, void *scratch, 
     uint16_t *a16 = p.a_bf16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
     uint16_t *b16 = (uint16_t *)((char *)scratch + a_bytes);
     gpuError_t e = gpuSuccess;
+    if (linear_fold_batch(p, g)) {
+        e = launch_to_bf16_transposed(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
+        if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        gemm_args f = g;
+        f.batch = 1; f.M = p.batch * p.M; f.ta = 0; f.sa = 0; f.sy = 0; f.sr = 0;
+        mvrt_gpu_gemm_t v = {};
+        v.batch = 1; v.M = f.M; v.N = g.N; v.K = g.K;
+        v.A = a16; v.lda = g.K; v.sa = 0; v.ta = 0;
+        v.B = b16; v.ldb = b.cols; v.sb = 0; v.tb = g.tb;
+        v.Y = g.Y; v.ldy = g.ldy; v.sy = 0;
+        v.beta = g.beta;
+        v.math = MVRT_MATH_BF16;
+        v.bf16_operands = 1;
+        v.y_bf16 = p.y_bf16 ? 1 : 0;
+        const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
+        if (rc == MVRT_GPU_GEMM_DECLINED) return -1;
+        if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
+        f.y16 = p.y_bf16 ? 1 : 0;
+        e = launch_epilogue(f, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        return MVRT_GPU_OP_OK;
+    }
     if (!p.a_bf16) e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
     if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }

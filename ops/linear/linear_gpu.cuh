@@ -375,6 +375,45 @@ static inline mvrt_gpu_error_t launch_to_bf16(const float *src, int64_t rows, in
     return launch_convert(src, ld, sstride, dst, cols, rows * cols, rows, cols, batch, s);
 }
 
+/* Per matrix b of `batch`: src_b (rows, cols) floats at row stride ld,
+ * matrices sstride apart -> dst (batch * cols, rows) bf16 bits, dense and
+ * transposed: dst[(b * cols + c) * rows + r] = src_b[r, c], rounded to
+ * nearest even. 32 x 32 tiles through shared memory (coalesced on both
+ * sides). Grid: x over column tiles, y over row tiles, z over matrices
+ * (y and z grid-stride). */
+__global__ void __launch_bounds__(256) to_bf16_transposed_kernel(const float *__restrict__ src, int64_t rows,
+                                                                 int64_t cols, int64_t ld, int64_t sstride,
+                                                                 int64_t batch, uint16_t *__restrict__ dst)
+{
+    __shared__ float tile[32][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t c0 = (int64_t)blockIdx.x * 32;
+    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
+        for (int64_t r0 = (int64_t)blockIdx.y * 32; r0 < rows; r0 += (int64_t)gridDim.y * 32) {
+            for (int i = ty; i < 32; i += 8) {
+                const int64_t r = r0 + i, c = c0 + tx;
+                tile[i][tx] = r < rows && c < cols ? src[b * sstride + r * ld + c] : 0.f;
+            }
+            __syncthreads();
+            for (int i = ty; i < 32; i += 8) {
+                const int64_t c = c0 + i, r = r0 + tx;
+                if (c < cols && r < rows) dst[(b * cols + c) * rows + r] = mvrt_f32_to_bf16_bits(tile[tx][i]);
+            }
+            __syncthreads();
+        }
+}
+
+static inline mvrt_gpu_error_t launch_to_bf16_transposed(const float *src, int64_t rows, int64_t cols, int64_t ld,
+                                                         int64_t sstride, int64_t batch, uint16_t *dst,
+                                                         mvrt_gpu_stream_t s)
+{
+    if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
+    dim3 grid(mvrt_min_u64(((uint64_t)cols + 31) / 32, 0x7fffffffu), mvrt_min_u64(((uint64_t)rows + 31) / 32, 65535),
+              mvrt_min_u64((uint64_t)batch, 65535));
+    to_bf16_transposed_kernel<<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+    return mvrt_gpu_get_last_error();
+}
+
 /* Queues our own GEMM (all of gemm_args applied). */
 static inline mvrt_gpu_error_t launch_sgemm(const gemm_args &g, mvrt_gpu_stream_t s)
 {

@@ -1186,6 +1186,49 @@ static const lcase_t linear_cases[] = {
     {"linear_residual_rows_M7_pad",      2,   7,  300,  130, 0, 1, 1, 2, 3, 0, 0, 2, NONE, 1, FP32, 0, 1},
 };
 
+/* A batched bf16 linear with A transposed per item (K x M), one shared B
+ * and a dense Y (the mixer's out_proj over windows): on the vendor GEMM
+ * it runs as one GEMM of batch * M rows (linear_fold_batch). beta 1 onto
+ * Y itself, onto a separate residual, or beta 0 with a per-column bias;
+ * the bf16 linear cases' tolerance (6e-3 sqrt(K), 2e-2). */
+static void case_linear_fold(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int mode)
+{
+    if (!selected(name)) return;
+    buf_t A = buf_rand(batch * K * M, -1.0, 1.0), B = buf_rand(N * K, -1.0, 1.0), bias = buf_rand(N, -1.0, 1.0);
+    buf_t Y = buf_out(batch * M * N), R = {0, 0, 0};
+    if (mode == 1) R = buf_rand(batch * M * N, -1.0, 1.0);
+    if (mode == 0) {
+        for (int64_t i = 0; i < Y.n; i++) Y.h[i] = (float)tu_uniform(-1.0, 1.0);
+        buf_upload(&Y);
+    }
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &ph.u.linear;
+    l->batch = batch; l->M = M; l->N = N; l->K = K;
+    l->A = A.h; l->lda = M; l->batch_stride_a = K * M; l->trans_a = 1;
+    l->B = B.h; l->ldb = K; l->batch_stride_b = 0; l->trans_b = 1; l->b_constant = 1;
+    l->Y = Y.h; l->ldy = N; l->batch_stride_y = M * N;
+    l->bias = mode == 2 ? bias.h : NULL;
+    l->beta = mode == 2 ? 0.f : 1.f;
+    l->residual = mode == 1 ? R.h : NULL;
+    l->math = MVRT_MATH_BF16;
+    pd = ph;
+    pd.u.linear.A = A.d; pd.u.linear.B = B.d; pd.u.linear.Y = Y.d;
+    pd.u.linear.bias = mode == 2 ? bias.d : NULL;
+    pd.u.linear.residual = mode == 1 ? R.d : NULL;
+    double *ref = ref_new(Y.n);
+    for (int64_t i = 0; i < Y.n; i++) ref[i] = Y.h[i];
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    const int bf16_gemm = strcmp(gemm_mode, "builtin") != 0;
+    check(name, &Y, ref, 0, bf16_gemm ? 6e-3 * sqrt((double)K) : 2e-6 * sqrt((double)K) + 1e-6,
+          bf16_gemm ? 2e-2 : 1e-5);
+    free(ref);
+    buf_free(&A); buf_free(&B); buf_free(&bias); buf_free(&Y);
+    if (mode == 1) buf_free(&R);
+}
+
 static const ccase_t conv_cases[] = {
     /* name                      batch cin   h    w  cout k  s  p bias res act  sampled fast */
     {"conv2d_1x1_pixel",             1,   1,   1,   1,   1, 1, 1, 0, 0, 0, NONE, 0, 0},
@@ -1263,6 +1306,11 @@ static void run_gemm_cases(void)
     case_linear_storage("linear_s16_fp32_math_a16_y16", 2, 65, 40, 72, 0, 1, 1, 1, GELU, FP32, 2);
     case_linear_storage("linear_s16_fp32_math_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, FP32, 0);
     case_linear_storage("linear_s16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, RELU, BF16, 0);
+    /* out_proj over windows as one GEMM: MambaVision-T stage 3 / 4 shapes,
+     * in place, onto a residual, and with a column bias at beta 0 */
+    case_linear_fold("linear_fold_outproj_b8_L196_inplace", 8, 196, 320, 320, 0);
+    case_linear_fold("linear_fold_outproj_b5_L49_residual", 5, 49, 640, 640, 1);
+    case_linear_fold("linear_fold_odd_b3_M7_N9_K13_bias", 3, 7, 9, 13, 2);
     case_graph();
 }
 
