@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
-"""Convert an official MambaVision PyTorch checkpoint (.pth.tar / .pth) to
-.safetensors, for `mvrt run --weights` and mvrt_model_load().
+"""Convert an official MambaVision checkpoint to .safetensors with the NVlabs
+parameter names, for `mvrt run --weights` and mvrt_model_load(). Reads the
+NVlabs .pth.tar / .pth and the Hugging Face layout of nvidia/MambaVision-*-1K
+(pytorch_model.bin or model.safetensors, the transformers wrapper's names).
 
     python3 tools/convert_checkpoint.py mambavision_tiny_1k.pth.tar mambavision_t.safetensors
+    python3 tools/convert_checkpoint.py MambaVision-T-1K/model.safetensors mambavision_t.safetensors
+
+Hugging Face layout: the transformers classes (MambaVisionModel,
+MambaVisionModelForImageClassification) hold the NVlabs network as
+`self.model`, so every name carries a "model." prefix; when all of them do,
+it is removed. A .safetensors input (recognized by its header) is copied
+tensor by tensor with that renaming; nothing else in it is interpreted.
 
 PyTorch is NOT needed: the checkpoint is read as what torch.save writes (a
 zip archive holding a pickle, data.pkl, whose tensors point at raw storages
@@ -191,6 +200,53 @@ def state_dict_of(obj):
                        "at the top level)")
 
 
+def is_safetensors(path):
+    """A safetensors file starts with a little-endian u64 header length and
+    a JSON object."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError:
+        return False
+    return len(head) == 9 and head[8:9] == b"{" and struct.unpack("<Q", head[:8])[0] < (1 << 31)
+
+
+def read_safetensors(path):
+    """{name: (dtype, shape, bytes)} of a safetensors file, checked against
+    its size (a truncated or malformed file is an error, never a crash)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 8:
+        raise ConvertError("%s: too short for a safetensors header" % path)
+    n = struct.unpack("<Q", raw[:8])[0]
+    if n > len(raw) - 8:
+        raise ConvertError("%s: header of %d bytes runs past the end of the file" % (path, n))
+    try:
+        header = json.loads(raw[8:8 + n])
+    except ValueError as e:
+        raise ConvertError("%s: header is not JSON: %s" % (path, e))
+    if not isinstance(header, dict):
+        raise ConvertError("%s: header is not a JSON object" % path)
+    header.pop("__metadata__", None)
+    data, out = raw[8 + n:], {}
+    for name, h in header.items():
+        try:
+            dtype, shape, (a, b) = h["dtype"], [int(d) for d in h["shape"]], h["data_offsets"]
+        except (TypeError, KeyError, ValueError):
+            raise ConvertError("%s: tensor %r has a malformed entry" % (path, name))
+        if not (0 <= a <= b <= len(data)):
+            raise ConvertError("%s: tensor %r lies outside the file" % (path, name))
+        out[name] = (str(dtype), tuple(shape), data[a:b])
+    return out
+
+
+def hf_names(names):
+    """The Hugging Face layout: every name under "model." (see the module
+    docstring)."""
+    names = list(names)
+    return bool(names) and all(n.startswith("model.") for n in names)
+
+
 def write_safetensors(path, tensors, metadata):
     header, blobs, offset = {}, [], 0
     if metadata:
@@ -209,18 +265,24 @@ def write_safetensors(path, tensors, metadata):
 
 
 def convert(src, dst, keep_all=False):
-    sd = state_dict_of(load_checkpoint(src))
+    if is_safetensors(src):
+        found = read_safetensors(src)
+    else:
+        sd = state_dict_of(load_checkpoint(src))
+        found = {}
+        for name, t in sd.items():
+            if isinstance(t, Tensor):
+                found[name[len("module."):] if name.startswith("module.") else name] = (
+                    t.storage.dtype, t.size, t.contiguous_bytes())
+    strip = "model." if hf_names(found) else ""
     out = {}
-    for name, t in sd.items():
-        if not isinstance(t, Tensor):
-            continue
-        if name.startswith("module."):
-            name = name[len("module."):]
+    for name, v in found.items():
+        name = name[len(strip):]
         if not keep_all and name.endswith("num_batches_tracked"):
             continue
-        out[name] = (t.storage.dtype, t.size, t.contiguous_bytes())
+        out[name] = v
     if not out:
-        raise ConvertError("the state dict holds no tensors")
+        raise ConvertError("the checkpoint holds no tensors")
     write_safetensors(dst, out, {"source": "converted from %s by mvrt tools/convert_checkpoint.py" %
                                  src.split("/")[-1]})
     return out
@@ -228,7 +290,7 @@ def convert(src, dst, keep_all=False):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("checkpoint", help=".pth.tar / .pth written by torch.save")
+    ap.add_argument("checkpoint", help="NVlabs .pth.tar / .pth, or Hugging Face pytorch_model.bin / model.safetensors")
     ap.add_argument("output", help=".safetensors to write")
     ap.add_argument("--keep-all", action="store_true", help="keep num_batches_tracked entries too")
     args = ap.parse_args(argv)

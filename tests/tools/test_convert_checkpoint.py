@@ -164,6 +164,63 @@ def unit_cases(tmp):
     check(cc.main([bad, dst]) == 1, "a malformed pickle is refused")
 
 
+def write_safetensors_file(path, items, metadata=None):
+    """items: [(name, (dtype, shape, bytes))]"""
+    header, blobs, off = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, data) in items:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def hf_cases(tmp):
+    """The Hugging Face layout (nvidia/MambaVision-*-1K): pytorch_model.bin
+    and model.safetensors with every name under "model."."""
+    dst = os.path.join(tmp, "hf_out.safetensors")
+    # pytorch_model.bin: a plain state dict of "model."-prefixed tensors
+    s0 = FakeStorage("0", torch_mod.FloatStorage, f32([1.0, 2.0, 3.0, 4.0]))
+    s1 = FakeStorage("1", torch_mod.LongStorage, struct.pack("<q", 3))
+    sd = collections.OrderedDict()
+    sd["model.levels.0.blocks.0.conv1.weight"] = FakeTensor(s0, 0, (2, 2), (2, 1))
+    sd["model.levels.0.blocks.0.norm1.num_batches_tracked"] = FakeTensor(s1, 0, (), ())
+    src = os.path.join(tmp, "pytorch_model.bin")
+    write_checkpoint(src, sd, [s0, s1])
+    check(cc.main([src, dst]) == 0, "an HF pytorch_model.bin converts")
+    t, _ = read_safetensors(dst)
+    check(set(t) == {"levels.0.blocks.0.conv1.weight"}, "HF .bin: 'model.' removed, counter dropped: %s" % sorted(t))
+    check(t["levels.0.blocks.0.conv1.weight"] == ("F32", (2, 2), f32([1.0, 2.0, 3.0, 4.0])), "HF .bin: bytes kept")
+    # model.safetensors, dtypes kept
+    items = [("model.head.weight", ("F32", (1, 3), f32([0.5, -1.0, 2.0]))),
+             ("model.head.bias", ("BF16", (2,), struct.pack("<2H", 0x3F80, 0xC000))),
+             ("model.norm.num_batches_tracked", ("I64", (), struct.pack("<q", 9)))]
+    src = os.path.join(tmp, "model.safetensors")
+    write_safetensors_file(src, items, {"format": "pt"})
+    check(cc.main([src, dst]) == 0, "an HF model.safetensors converts")
+    t, _ = read_safetensors(dst)
+    check(set(t) == {"head.weight", "head.bias"}, "HF safetensors: names without 'model.': %s" % sorted(t))
+    check(t["head.bias"] == ("BF16", (2,), struct.pack("<2H", 0x3F80, 0xC000)), "HF safetensors: bf16 kept")
+    # names not all under "model.": left as they are
+    write_safetensors_file(src, [("model.x", ("F32", (1,), f32([1.0]))), ("head.weight", ("F32", (1,), f32([2.0])))])
+    check(cc.main([src, dst]) == 0 and set(read_safetensors(dst)[0]) == {"model.x", "head.weight"},
+          "mixed names are not renamed")
+    # malformed safetensors: refused with a message, no crash
+    with open(src, "wb") as f:
+        f.write(struct.pack("<Q", 1000) + b"{}")
+    check(cc.main([src, dst]) == 1, "a safetensors header past the end is refused")
+    write_safetensors_file(src, [("model.x", ("F32", (4,), f32([1.0])))])
+    with open(src, "r+b") as f:  # offsets past the data
+        raw = f.read()
+        f.seek(0)
+        f.write(raw.replace(b'"data_offsets": [0, 4]', b'"data_offsets": [0, 99]'))
+    check(cc.main([src, dst]) == 1, "a tensor outside the file is refused")
+
+
 def end_to_end(tmp, mvrt, golden_dir):
     gold = os.path.join(golden_dir, "mv_mini_model.safetensors")
     if not os.path.exists(gold):
@@ -188,22 +245,26 @@ def end_to_end(tmp, mvrt, golden_dir):
     got, _ = read_safetensors(conv)
     check(len(got) == len(sd) and all(got[k][2] == tensors[prefix + k][2] for k in got),
           "every converted tensor has the golden bytes")
-    # a golden-format file around the converted weights: mvrt runs it
-    header, blobs, off = {"__metadata__": {"mini_model": meta["mini_model"]}}, [], 0
+    run_converted(tmp, mvrt, tensors, meta, prefix, got, "NVlabs .pth.tar")
+    # the same weights in the Hugging Face layout (model.safetensors)
+    hf, conv_hf = os.path.join(tmp, "model.safetensors"), os.path.join(tmp, "mini_hf.safetensors")
+    write_safetensors_file(hf, [("model." + k, tensors[prefix + k]) for k in sd], {"format": "pt"})
+    check(cc.main([hf, conv_hf]) == 0, "mini model converts from the HF layout")
+    got_hf, _ = read_safetensors(conv_hf)
+    check(set(got_hf) == set(got) and all(got_hf[k] == got[k] for k in got),
+          "HF layout: the same tensors as from the .pth.tar")
+    run_converted(tmp, mvrt, tensors, meta, prefix, got_hf, "HF model.safetensors")
+
+
+def run_converted(tmp, mvrt, tensors, meta, prefix, got, what):
+    """A golden-format file around the converted weights: mvrt checks it."""
     items = [("mini_model.input", tensors["mini_model.input"]), ("mini_model.output", tensors["mini_model.output"])]
     items += [(prefix + k, v) for k, v in got.items()]
-    for name, (dtype, shape, data) in items:
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
-        blobs.append(data)
-        off += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
     check_file = os.path.join(tmp, "mini_check.safetensors")
-    with open(check_file, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    write_safetensors_file(check_file, items, {"mini_model": meta["mini_model"]})
     r = subprocess.run([mvrt, "check", check_file, "--backend", "cpu"], capture_output=True, text=True)
     print(r.stdout.strip())
-    check(r.returncode == 0, "mvrt check passes on the converted weights (%s)" % r.stderr.strip())
+    check(r.returncode == 0, "mvrt check passes on the weights converted from the %s (%s)" % (what, r.stderr.strip()))
 
 
 def main():
@@ -213,6 +274,7 @@ def main():
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         unit_cases(tmp)
+        hf_cases(tmp)
         if args.mvrt and args.golden_dir:
             end_to_end(tmp, args.mvrt, args.golden_dir)
     print("%d checks, %d failed" % (checks, failures))
