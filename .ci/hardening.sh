@@ -20,8 +20,9 @@
 #     `check` of the golden files (scan cases, a stage, the mini model; the
 #     MambaVision block files are left out: their GEMMs take minutes under
 #     valgrind) and the error paths (missing file, truncated file, unknown
-#     backend). A normal RelWithDebInfo build (valgrind and ASan exclude each
-#     other); golden files from MVRT_GOLDEN_DIR (default ../shared/golden).
+#     backend, `classify` on malformed images). A normal RelWithDebInfo
+#     build (valgrind and ASan exclude each other); golden files from
+#     MVRT_GOLDEN_DIR (default ../shared/golden).
 #
 # Environment: MVRT_HARDENING_BUILD (build dir prefix, default "build":
 # build-fuzz, build-tsan, build-valgrind), MVRT_FUZZ_SECONDS (per target,
@@ -188,6 +189,18 @@ if [[ " $parts " == *" valgrind "* ]]; then
     vg_run 1 check "$vg_build/truncated.safetensors" --backend cpu
   fi
   vg_run 2 run --backend no-such-backend
+  # mvrt classify on malformed images only (each rejected with its reason,
+  # exit 1; the model is built, no batch runs): truncated JPEG and PNG, an
+  # empty file, an unknown signature, sides over the limit in the headers
+  imgs=tests/runtime/data/images bad="$vg_build/bad-images"
+  mkdir -p "$bad"
+  head -c 300 "$imgs/rgb420.jpg" >"$bad/truncated.jpg"
+  head -c 60 "$imgs/rgb.png" >"$bad/truncated.png"
+  : >"$bad/empty.png"
+  printf 'not an image' >"$bad/unknown.jpg"
+  cp "$imgs/huge.jpg" "$imgs/huge.png" "$bad/"
+  vg_run 1 classify --backend cpu "$bad/truncated.jpg" "$bad/truncated.png" "$bad/empty.png" \
+    "$bad/unknown.jpg" "$bad/huge.jpg" "$bad/huge.png"
 fi
 
 stamp "hardening done: $([ $status = 0 ] && echo PASS || echo FAIL)"
