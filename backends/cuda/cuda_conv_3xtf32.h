@@ -14,7 +14,13 @@
  *
  * mvrt_cuda_conv_3xtf32: the whole op y = act(conv(x, w) + bias) + residual
  * (NCHW, mvrt_conv2d_params_t) queued on `s` in chunks of images: x to NHWC,
- * the convolution into NHWC, then NCHW with the epilogue. `scratch`: at
+ * the convolution into NHWC, then NCHW with the epilogue. The 16-bit map
+ * forms (x_nhwc16 / y_nhwc16: bf16 math, channels multiples of 4, no
+ * activation together with a residual, every batch size) read and write
+ * the NHWC bf16 maps directly with the epilogue inside CUTLASS; only the
+ * filter (KRSC bf16) and the bias go to the scratch, plus x when it is
+ * NCHW floats. No other path serves those forms: a failure there is
+ * MVRT_GPU_GEMM_FAILED, never DECLINED. `scratch`: at
  * least the bytes above. Allocates nothing, does not synchronize (legal
  * during graph capture). Returns MVRT_GPU_GEMM_OK, MVRT_GPU_GEMM_DECLINED
  * (before writing y: the caller runs the im2col path) or

@@ -189,11 +189,6 @@ int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
     return (p.a_bf16 ? align256(a.rows * a.cols * a.count * 4) : 0) + (p.y_bf16 ? align256(p.batch * p.M * p.N * 4) : 0);
 }
 
-/* The bf16 linear: both operands bf16 (A as stored when a_bf16, else a
- * dense rounded copy in the scratch; B a rounded copy), one vendor GEMM
- * with fp32 accumulation into Y (fp32, or bf16 when y_bf16), then the
- * epilogue. OK, or DECLINED when the vendor GEMM does not take the sizes
- * (the caller then runs fp32), or an error. */
 /* A batched linear whose A is transposed per item (stored K x M) against
  * one shared B into a dense Y (and residual), no per-row bias: the
  * mixer's out_proj over windows (A_b = YZ_b^T). Its A is staged as one
@@ -208,56 +203,47 @@ bool linear_fold_batch(const mvrt_linear_params_t &p, const gemm_args &g)
            !(p.bias && p.bias_per_row);
 }
 
-int run_linear_bf16(gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
+/* The bf16 linear: both operands bf16 (A as stored when a_bf16, else a
+ * dense rounded copy in the scratch, transposed into one matrix where
+ * linear_fold_batch holds; B a rounded copy), one vendor GEMM with fp32
+ * accumulation into Y (fp32, or bf16 when y_bf16), then the epilogue. OK,
+ * or DECLINED (-1: g untouched, the caller then runs fp32), or an error. */
+int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
                     gpuStream_t s, gpuError_t *err, char *msg, size_t msg_n)
 {
     const operand_shape a = linear_a(p), b = linear_b(p);
     const int64_t a_bytes = p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2);
     uint16_t *a16 = p.a_bf16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
     uint16_t *b16 = (uint16_t *)((char *)scratch + a_bytes);
+    const bool fold = linear_fold_batch(p, g);
+    gemm_args f = g; /* the product's shape as the GEMM and the epilogue see it */
+    int64_t lda = a.cols, sa = a.count > 1 ? a.rows * a.cols : 0;
     gpuError_t e = gpuSuccess;
-    if (linear_fold_batch(p, g)) {
+    if (fold) {
         e = launch_to_bf16_transposed(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
-        if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
-        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
-        gemm_args f = g;
-        f.batch = 1; f.M = p.batch * p.M; f.ta = 0; f.sa = 0; f.sy = 0; f.sr = 0;
-        mvrt_gpu_gemm_t v = {};
-        v.batch = 1; v.M = f.M; v.N = g.N; v.K = g.K;
-        v.A = a16; v.lda = g.K; v.sa = 0; v.ta = 0;
-        v.B = b16; v.ldb = b.cols; v.sb = 0; v.tb = g.tb;
-        v.Y = g.Y; v.ldy = g.ldy; v.sy = 0;
-        v.beta = g.beta;
-        v.math = MVRT_MATH_BF16;
-        v.bf16_operands = 1;
-        v.y_bf16 = p.y_bf16 ? 1 : 0;
-        const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
-        if (rc == MVRT_GPU_GEMM_DECLINED) return -1;
-        if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
-        f.y16 = p.y_bf16 ? 1 : 0;
-        e = launch_epilogue(f, s);
-        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
-        return MVRT_GPU_OP_OK;
+        f.batch = 1; f.M = p.batch * p.M; f.ta = 0; f.sy = 0; f.sr = 0;
+        lda = p.K; sa = 0;
+    } else if (!p.a_bf16) {
+        e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
+    } else {
+        lda = p.lda; sa = p.batch_stride_a;
     }
-    if (!p.a_bf16) e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
     if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     mvrt_gpu_gemm_t v = {};
-    v.batch = g.batch; v.M = g.M; v.N = g.N; v.K = g.K;
-    v.A = a16; v.ta = g.ta;
-    if (p.a_bf16) { v.lda = p.lda; v.sa = p.batch_stride_a; }
-    else { v.lda = a.cols; v.sa = a.count > 1 ? a.rows * a.cols : 0; }
-    v.B = b16; v.ldb = b.cols; v.sb = b.count > 1 ? b.rows * b.cols : 0; v.tb = g.tb;
-    v.Y = g.Y; v.ldy = g.ldy; v.sy = g.sy;
-    v.beta = g.beta;
+    v.batch = f.batch; v.M = f.M; v.N = f.N; v.K = f.K;
+    v.A = a16; v.lda = lda; v.sa = sa; v.ta = f.ta;
+    v.B = b16; v.ldb = b.cols; v.sb = b.count > 1 ? b.rows * b.cols : 0; v.tb = f.tb;
+    v.Y = f.Y; v.ldy = f.ldy; v.sy = f.sy;
+    v.beta = f.beta;
     v.math = MVRT_MATH_BF16;
     v.bf16_operands = 1;
     v.y_bf16 = p.y_bf16 ? 1 : 0;
     const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
     if (rc == MVRT_GPU_GEMM_DECLINED) return -1;
     if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
-    g.y16 = p.y_bf16 ? 1 : 0;
-    e = launch_epilogue(g, s);
+    f.y16 = p.y_bf16 ? 1 : 0;
+    e = launch_epilogue(f, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     return MVRT_GPU_OP_OK;
 }

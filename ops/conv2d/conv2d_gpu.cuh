@@ -159,16 +159,32 @@ static inline mvrt_gpu_error_t launch_im2col(const mvrt_conv2d_params_t &p, cons
  * rows read from shared memory as broadcasts, the activation and the
  * residual. Stores are coalesced along the positions of a channel. 32-bit
  * positions (conv2d_smallk checks). */
+/* acc + the dot product of a filter row (KP floats as float4, shared
+ * memory) with the patch v: the same sum order for both store forms. */
+template <int KP>
+static __device__ __forceinline__ float smallk_dot(const float4 *w4, const float *v, float acc)
+{
+#pragma unroll
+    for (int r4 = 0; r4 < KP / 4; r4++) {
+        const float4 w = w4[r4];
+        acc = fmaf(w.x, v[4 * r4], acc);
+        acc = fmaf(w.y, v[4 * r4 + 1], acc);
+        acc = fmaf(w.z, v[4 * r4 + 2], acc);
+        acc = fmaf(w.w, v[4 * r4 + 3], acc);
+    }
+    return acc;
+}
+
 /* NHWC16 (the 16-bit map form: y_nhwc16 with an NCHW float x, the
  * 3-channel stem): y and the residual are NHWC bf16, each thread's
  * outputs are its pixel's nco neighbouring channels. */
 template <int CIN, bool NHWC16>
 __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p)
 {
-    /* filter rows padded to KP (a multiple of 4, zeros) so that each
-     * output channel reads them as KP / 4 16-byte shared loads: one load
-     * per FMA kept the kernel on its shared-memory issue (MambaVision-T's
-     * stem at batch 256: 1.09 ms on an H200, 5 TFLOP/s) */
+    /* filter rows padded to KP (a multiple of 4, zeros) and read as KP / 4
+     * 16-byte shared loads instead of one load per FMA (alone this did not
+     * move MambaVision-T's stem, 1.09 -> 1.11 ms on an H200: the NHWC
+     * stores below were the limit; not measured apart since) */
     constexpr int KD = CIN * 9, KP = (KD + 3) / 4 * 4, CO = MVRT_CONV_SMALLK_CO;
     __shared__ float4 ws4[CO * KP / 4];
     __shared__ float bs[CO];
@@ -216,18 +232,8 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
                 for (int o = 0; o < CO; o += 2) {
                     float a2[2];
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        float acc = bs[o + h];
-#pragma unroll
-                        for (int r4 = 0; r4 < KP / 4; r4++) {
-                            const float4 w = ws4[(o + h) * (KP / 4) + r4];
-                            acc = fmaf(w.x, v[4 * r4], acc);
-                            acc = fmaf(w.y, v[4 * r4 + 1], acc);
-                            acc = fmaf(w.z, v[4 * r4 + 2], acc);
-                            acc = fmaf(w.w, v[4 * r4 + 3], acc);
-                        }
-                        a2[h] = act_apply(p.activation, acc);
-                    }
+                    for (int h = 0; h < 2; h++)
+                        a2[h] = act_apply(p.activation, smallk_dot<KP>(ws4 + (o + h) * (KP / 4), v, bs[o + h]));
                     pk[o / 2] = mvrt_bf16x2_bits(a2[0], a2[1]);
                 }
                 uint4 *dst = (uint4 *)(void *)((unsigned short *)(void *)p.y + (img * nsp + sp) * p.out_channels + co0);
@@ -237,16 +243,7 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
             }
 #pragma unroll 4
             for (int o = 0; o < nco; o++) {
-                float acc = bs[o];
-#pragma unroll
-                for (int r4 = 0; r4 < KP / 4; r4++) {
-                    const float4 w = ws4[o * (KP / 4) + r4];
-                    acc = fmaf(w.x, v[4 * r4], acc);
-                    acc = fmaf(w.y, v[4 * r4 + 1], acc);
-                    acc = fmaf(w.z, v[4 * r4 + 2], acc);
-                    acc = fmaf(w.w, v[4 * r4 + 3], acc);
-                }
-                float out = act_apply(p.activation, acc);
+                float out = act_apply(p.activation, smallk_dot<KP>(ws4 + o * (KP / 4), v, bs[o]));
                 if (NHWC16) {
                     const int64_t off = (img * nsp + sp) * p.out_channels + co0 + o;
                     if (p.residual) out += mvrt_bf16_bits_to_f32(((const unsigned short *)(const void *)p.residual)[off]);
@@ -261,26 +258,24 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
     }
 }
 
+template <bool NHWC16>
+static inline void launch_conv_smallk_form(const mvrt_conv2d_params_t &p, dim3 grid, mvrt_gpu_stream_t s)
+{
+    switch (p.in_channels) {
+    case 1: conv_smallk_kernel<1, NHWC16><<<grid, 256, 0, s>>>(p); break;
+    case 2: conv_smallk_kernel<2, NHWC16><<<grid, 256, 0, s>>>(p); break;
+    case 3: conv_smallk_kernel<3, NHWC16><<<grid, 256, 0, s>>>(p); break;
+    default: conv_smallk_kernel<4, NHWC16><<<grid, 256, 0, s>>>(p); break;
+    }
+}
+
 static inline mvrt_gpu_error_t launch_conv_smallk(const mvrt_conv2d_params_t &p, mvrt_gpu_stream_t s)
 {
     const int64_t nsp = p.out_h * p.out_w, bx = (nsp + 255) / 256;
     const dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)((p.out_channels + MVRT_CONV_SMALLK_CO - 1) / MVRT_CONV_SMALLK_CO),
                     (unsigned)(p.batch < 65535 ? p.batch : 65535));
-    if (p.y_nhwc16) {
-        switch (p.in_channels) {
-        case 1: conv_smallk_kernel<1, true><<<grid, 256, 0, s>>>(p); break;
-        case 2: conv_smallk_kernel<2, true><<<grid, 256, 0, s>>>(p); break;
-        case 3: conv_smallk_kernel<3, true><<<grid, 256, 0, s>>>(p); break;
-        default: conv_smallk_kernel<4, true><<<grid, 256, 0, s>>>(p); break;
-        }
-        return mvrt_gpu_get_last_error();
-    }
-    switch (p.in_channels) {
-    case 1: conv_smallk_kernel<1, false><<<grid, 256, 0, s>>>(p); break;
-    case 2: conv_smallk_kernel<2, false><<<grid, 256, 0, s>>>(p); break;
-    case 3: conv_smallk_kernel<3, false><<<grid, 256, 0, s>>>(p); break;
-    default: conv_smallk_kernel<4, false><<<grid, 256, 0, s>>>(p); break;
-    }
+    if (p.y_nhwc16) launch_conv_smallk_form<true>(p, grid, s);
+    else launch_conv_smallk_form<false>(p, grid, s);
     return mvrt_gpu_get_last_error();
 }
 
