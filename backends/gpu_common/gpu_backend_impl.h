@@ -46,6 +46,7 @@
 #if defined(MVRT_GPU_HOST_CUDA)
 #include "../cuda/cuda_blas.h"
 #include "../cuda/cuda_conv_3xtf32.h"
+#include "../cuda/cuda_gemm16_sm90.h"
 #endif
 
 static const mvrt_host_api_t *mvrt_gpu_host;
@@ -88,6 +89,7 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
     d->opctx.gemm = NULL;
     d->opctx.conv = NULL;
     d->opctx.conv_scratch = NULL;
+    d->opctx.gemm16 = NULL;
     d->opctx.cluster_gemm = 0;
     d->opctx.cluster_conv = 0;
     const char *env = getenv(MVRT_GPU_ENV_PREFIX "GEMM");
@@ -108,6 +110,10 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
             d->opctx.conv = mvrt_cuda_conv_3xtf32;
             d->opctx.conv_scratch = mvrt_cuda_conv_3xtf32_scratch;
         }
+        /* bf16 linears with bias / GELU / residual fused into the GEMM on
+         * Hopper (sm_90a kernels; MVRT_CUDA_ARCH_CAP below 90 keeps cuBLAS
+         * and the separate epilogue, as on other GPUs) */
+        if (d->code_arch >= 90 && mvrt_cuda_gemm16_sm90_usable()) d->opctx.gemm16 = mvrt_cuda_gemm16_sm90;
         /* small fp32 GEMMs as one cluster kernel on sm_90+ (split-K summed
          * in distributed shared memory: linear_gpu_cluster.cuh), where fp32
          * GEMMs are not pinned to SGEMM. MVRT_CUDA_GEMM_CLUSTER=n: at most
@@ -135,6 +141,7 @@ static void mvrt_gpu_blas_close(mvrt_gpu_device_t *d)
     d->opctx.gemm = NULL;
     d->opctx.conv = NULL;
     d->opctx.conv_scratch = NULL;
+    d->opctx.gemm16 = NULL;
     d->opctx.cluster_gemm = 0;
     d->opctx.cluster_conv = 0;
 }

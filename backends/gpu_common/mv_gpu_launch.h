@@ -46,6 +46,24 @@ typedef struct mvrt_gpu_gemm {
 enum { MVRT_GPU_GEMM_OK = 0, MVRT_GPU_GEMM_DECLINED = 1, MVRT_GPU_GEMM_FAILED = 2, MVRT_GPU_GEMM_FUSED = 3 };
 typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n);
 
+/* One bf16 GEMM with the linear's epilogue (the gemm16 hook: CUDA on
+ * Hopper, backends/cuda/cuda_gemm16_sm90.h), row-major:
+ *   Y (M, N) = act(A (M, K) B^T + bias) + R
+ * A and B hold bf16 bits (B: (N, K) rows, a PyTorch weight); bias: N
+ * floats or NULL; act: MVRT_ACT_NONE or MVRT_ACT_GELU_ERF; Y: floats, or
+ * bf16 bits with y_bf16; R: NULL, or floats (M, N) with row stride ldr,
+ * possibly Y itself, only with float Y and act NONE. */
+typedef struct mvrt_gpu_gemm16 {
+    int64_t M, N, K;
+    const void *A; int64_t lda;
+    const void *B; int64_t ldb;
+    void *Y; int64_t ldy; int y_bf16;
+    const float *R; int64_t ldr;
+    const float *bias;
+    int act;
+} mvrt_gpu_gemm16_t;
+typedef int (*mvrt_gpu_gemm16_fn)(gpuStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n);
+
 /* What the launchers need to know of the device. */
 typedef struct mvrt_gpu_op_ctx {
     int warp_size;          /* the device's warp width (32 or 64) */
@@ -90,6 +108,10 @@ typedef struct mvrt_gpu_op_ctx {
      * untouched) / _FAILED. */
     int64_t (*conv_scratch)(const mvrt_conv2d_params_t *p);
     int (*conv)(gpuStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n);
+    /* bf16 linears with their epilogue fused (mvrt_gpu_gemm16_t; returns
+     * MVRT_GPU_GEMM_OK / _DECLINED (nothing written) / _FAILED); NULL:
+     * cuBLAS and a separate epilogue pass */
+    mvrt_gpu_gemm16_fn gemm16;
 } mvrt_gpu_op_ctx_t;
 
 /* The default token limit of the fused mixer projections (beyond it each

@@ -1171,6 +1171,13 @@ static const lcase_t linear_cases[] = {
     {"linear_bf16_batch_tn_beta1_pad",   3,  65,   33, 129, 1, 0, 3, 2, 1, 0, 0, 0, NONE, 1, BF16, 0, 0},
     {"linear_bf16_tt_shared_b",          4,  19,   40, 200, 1, 1, 0, 0, 0, 0, 1, 2, SILU, 0, BF16, 0, 0},
     {"linear_bf16_mv_fc2_beta1",         1, 50176, 320, 1280, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 64, 0},
+    /* at least one wave of 128 x 128 output tiles: on Hopper the fused
+     * sm_90a GEMM (cuda_gemm16_sm90.h) with a short K (pingpong) onto a
+     * separate residual with a bias (proj), with a bias alone (qkv), and
+     * padded strides it declines (cuBLAS + epilogue instead) */
+    {"linear_bf16_sm90_proj_residual",   1, 8192,  320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 0, 1},
+    {"linear_bf16_sm90_qkv_bias",        1, 4224,  960,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, BF16, 0, 0},
+    {"linear_bf16_sm90_pad_declined",    1, 4224,  640,  320, 0, 1, 3, 3, 3, 0, 0, 1, NONE, 1, BF16, 0, 1},
     /* beta 1 onto a separate residual (a block graph's projections onto
      * its input, no copy first) on every GEMM path: the cluster GEMM
      * (out_proj, channel-major A; proj with a bias), the vendor GEMM plus
@@ -1301,6 +1308,11 @@ static void run_gemm_cases(void)
      * padded forms, odd sizes (scalar epilogue), fp32 math through scratch */
     case_linear_storage("linear_s16_fc1_a16_y16_gelu", 1, 1000, 1280, 320, 0, 1, 1, 1, GELU, BF16, 0);
     case_linear_storage("linear_s16_fc2_a16", 1, 777, 320, 1280, 0, 1, 0, 1, NONE, BF16, 0);
+    /* the same on the fused sm_90a GEMM (a wave of tiles or more): the MLP
+     * hidden (bias + erf GELU, bf16 out, 128 x 256 tiles) and fc2 with
+     * K >= 1024 (cooperative 128 x 128) */
+    case_linear_storage("linear_s16_fc1_sm90_gelu", 1, 4224, 1280, 320, 0, 1, 1, 1, GELU, BF16, 0);
+    case_linear_storage("linear_s16_fc2_sm90_bias", 1, 4224, 640, 1280, 0, 1, 0, 1, NONE, BF16, 0);
     case_linear_storage("linear_s16_batch_ta_pad_odd", 3, 37, 19, 45, 1, 1, 1, 1, SILU, BF16, 3);
     case_linear_storage("linear_s16_y16_only_odd", 2, 5, 7, 9, 0, 0, 1, 0, NONE, BF16, 1);
     case_linear_storage("linear_s16_fp32_math_a16_y16", 2, 65, 40, 72, 0, 1, 1, 1, GELU, FP32, 2);

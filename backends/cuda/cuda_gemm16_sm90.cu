@@ -1,0 +1,214 @@
+/* bf16 GEMMs with the linear epilogue fused, on Hopper (contract:
+ * cuda_gemm16_sm90.h). CUTLASS 3 TMA warp-specialized kernels whose
+ * epilogue computes act(acc + bias + beta * C) in fp32 before the one
+ * store of Y (an epilogue visitor tree: LinCombPerColBiasEltAct). */
+#include "cuda_gemm16_sm90.h"
+
+#include <cstdint>
+#include <cstdio>
+
+#if defined(MVRT_HAVE_SM90A_CUTLASS)
+#include "cutlass/cutlass.h"
+#include "cute/tensor.hpp"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/epilogue/thread/activation.h"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+
+/* a named namespace: kernels whose template arguments live in an
+ * anonymous one make nvcc's stub code ambiguous against cute's own */
+namespace mvrt_gemm16_sm90 {
+
+using bf16 = cutlass::bfloat16_t;
+
+/* Y = Act(A B^T + bias + beta C): A (M, K) and B (N, K) bf16, K
+ * contiguous in both (wgmma's native "TN" form); Y row-major of ElementD;
+ * C row-major of ElementC (void: no C). Tile, cluster and schedules are
+ * the kernel's shape (the dispatch below says which serves what). */
+template <class ElementD, class ElementC, template <class> class Act, class Tile, class Cluster, class MainSchedule,
+          class EpiSchedule>
+struct gemm16 {
+    using ElementSource = cute::conditional_t<cute::is_void_v<ElementC>, ElementD, ElementC>;
+    static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
+    static constexpr int kAlignC = 128 / cutlass::sizeof_bits<ElementSource>::value;
+    using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, ElementD, float, float, ElementSource, float>;
+    using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+        cutlass::epilogue::collective::EpilogueTileAuto, float, float, ElementC, cutlass::layout::RowMajor, kAlignC,
+        ElementD, cutlass::layout::RowMajor, kAlignD, EpiSchedule, Fusion>::CollectiveOp;
+    using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, bf16, cutlass::layout::RowMajor, 8, bf16,
+        cutlass::layout::ColumnMajor, 8, float, Tile, Cluster,
+        cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+        MainSchedule>::CollectiveOp;
+    using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
+    using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+
+    static bool loads()
+    {
+        cudaFuncAttributes a;
+        const bool ok = cudaFuncGetAttributes(&a, cutlass::device_kernel<Kernel>) == cudaSuccess;
+        (void)cudaGetLastError();
+        return ok;
+    }
+
+    static int run(cudaStream_t s, const mvrt_gpu_gemm16_t *g, const char *what, char *msg, size_t msg_n)
+    {
+        using StrideA = typename Kernel::StrideA;
+        using StrideB = typename Kernel::StrideB;
+        using StrideC = typename Kernel::StrideC;
+        using StrideD = typename Kernel::StrideD;
+        const StrideA dA = cute::make_stride((int64_t)g->lda, cute::Int<1>{}, (int64_t)0);
+        const StrideB dB = cute::make_stride((int64_t)g->ldb, cute::Int<1>{}, (int64_t)0);
+        const StrideD dD = cute::make_stride((int64_t)g->ldy, cute::Int<1>{}, (int64_t)0);
+        const StrideC dC = cute::make_stride((int64_t)(g->R ? g->ldr : g->ldy), cute::Int<1>{}, (int64_t)0);
+        typename Gemm::Arguments args{};
+        args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+        args.problem_shape = cute::make_shape((int)g->M, (int)g->N, (int)g->K, 1);
+        args.mainloop.ptr_A = static_cast<const bf16 *>(g->A);
+        args.mainloop.dA = dA;
+        args.mainloop.ptr_B = static_cast<const bf16 *>(g->B);
+        args.mainloop.dB = dB;
+        auto &fusion = args.epilogue.thread;
+        fusion.alpha = 1.f;
+        fusion.beta = g->R ? 1.f : 0.f;
+        fusion.bias_ptr = g->bias;
+        if constexpr (!cute::is_void_v<ElementC>)
+            args.epilogue.ptr_C = static_cast<const ElementC *>(g->R ? (const void *)g->R : (const void *)g->Y);
+        args.epilogue.dC = dC;
+        args.epilogue.ptr_D = static_cast<ElementD *>(g->Y);
+        args.epilogue.dD = dD;
+        Gemm op;
+        cutlass::Status st = op.can_implement(args);
+        if (st != cutlass::Status::kSuccess || Gemm::get_workspace_size(args) != 0) return MVRT_GPU_GEMM_DECLINED;
+        st = op.initialize(args, nullptr, s);
+        if (st == cutlass::Status::kSuccess) st = op.run(s);
+        if (st != cutlass::Status::kSuccess) {
+            const cudaError_t e = cudaGetLastError();
+            snprintf(msg, msg_n, "%s bf16 GEMM (M %lld, N %lld, K %lld): %s (%s)", what, (long long)g->M,
+                     (long long)g->N, (long long)g->K, cutlassGetStatusString(st), cudaGetErrorName(e));
+            return MVRT_GPU_GEMM_FAILED;
+        }
+        return MVRT_GPU_GEMM_OK;
+    }
+};
+
+using cute::Shape;
+using cute::_1;
+using cute::_64;
+using cute::_128;
+using cute::_256;
+namespace ep = cutlass::epilogue;
+namespace th = cutlass::epilogue::thread;
+using Coop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+using CoopEpi = ep::TmaWarpSpecializedCooperative;
+using Ping = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+using PingEpi = ep::TmaWarpSpecialized;
+
+/* The kernel shapes (MVRT_GEMM16_PROBE builds all of them for the probe
+ * that measured the choice below). */
+template <class D, class C, template <class> class Act>
+using coop_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
+template <class D, class C, template <class> class Act>
+using coop_128x256 = gemm16<D, C, Act, Shape<_128, _256, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
+template <class D, class C, template <class> class Act>
+using ping_64x128 = gemm16<D, C, Act, Shape<_64, _128, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
+template <class D, class C, template <class> class Act>
+using ping_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
+
+/* The dispatch table (MambaVision shapes on an H200, 2026-11-27; ms per
+ * GEMM with its epilogue, against cuBLAS's product alone):
+ *
+ *   linear (T, batch 256)         coop 128x128  coop 128x256  pingpong 128x128  cuBLAS, no epilogue
+ *   fc1  50176x1280x320 bf16 GELU   0.170         0.151         0.213            0.075 (+0.17 epilogue)
+ *   fc2  50176x320x1280 +bias +R    0.108         0.166         0.120            0.078 (+0.06)
+ *   qkv  50176x960x320  +bias       0.102         0.094         0.087            0.076 (+0.06)
+ *   proj 50176x320x320  +bias +R    0.055         0.069         0.056            0.057 (+0.06)
+ *   fc2  12544x640x2560 +bias +R    0.084         0.120         0.108            0.068
+ *   qkv  12544x1920x640 +bias       0.080         0.072         0.083            0.058
+ *
+ * So: the MLP hidden (bf16, bias + GELU) on 128x256 tiles; float outputs
+ * with a long K (fc2) on cooperative 128x128, with a short K on pingpong
+ * 128x128 (its epilogue overlaps the other warp group's products). Pingpong
+ * 64x128 was slower on every shape. A product with no epilogue, or only
+ * the accumulate into Y itself (in_proj, out_proj), stays on cuBLAS, which
+ * is faster there (in_proj 0.030 vs 0.038 ms) and adds Y itself. */
+using hidden_gelu = coop_128x256<bf16, void, th::GELU>;
+using float_long_k = coop_128x128<float, float, th::Identity>;
+using float_short_k = ping_128x128<float, float, th::Identity>;
+constexpr int64_t kLongK = 1024;
+
+#if defined(MVRT_GEMM16_PROBE)
+/* the probe's kernels: config c of {coop 128x128, coop 128x256, pingpong
+ * 64x128, pingpong 128x128} */
+template <template <class, class, template <class> class> class K>
+int probe_one(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
+{
+    if (g->y_bf16)
+        return g->act == MVRT_ACT_GELU_ERF ? K<bf16, void, th::GELU>::run(s, g, "probe", msg, msg_n)
+                                           : K<bf16, void, th::Identity>::run(s, g, "probe", msg, msg_n);
+    return K<float, float, th::Identity>::run(s, g, "probe", msg, msg_n);
+}
+#endif
+
+bool takes(const mvrt_gpu_gemm16_t *g)
+{
+    /* bf16 Y: the MLP hidden only; float Y: an epilogue beyond Y += product */
+    const bool act_ok = g->y_bf16 ? g->act == MVRT_ACT_GELU_ERF && !g->R
+                                  : g->act == MVRT_ACT_NONE && (g->bias || (g->R && g->R != g->Y));
+    /* TMA: 16-byte aligned bases and row strides; int sizes */
+    const int ysize = g->y_bf16 ? 2 : 4;
+    return act_ok && !(g->y_bf16 && g->R) && g->M > 0 && g->N > 0 && g->K > 0 && g->M <= INT32_MAX &&
+           g->N <= INT32_MAX && g->K <= INT32_MAX && g->K % 8 == 0 && g->N % 8 == 0 && g->lda % 8 == 0 &&
+           g->ldb % 8 == 0 && (g->ldy * ysize) % 16 == 0 && (!g->R || g->ldr % 4 == 0) &&
+           (uintptr_t)g->A % 16 == 0 && (uintptr_t)g->B % 16 == 0 && (uintptr_t)g->Y % 16 == 0 &&
+           (uintptr_t)g->R % 16 == 0 && (uintptr_t)g->bias % 16 == 0;
+}
+
+} // namespace mvrt_gemm16_sm90
+
+using namespace mvrt_gemm16_sm90;
+
+extern "C" int mvrt_cuda_gemm16_sm90_usable(void)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    /* sm_90a code runs on compute capability 9.0 only */
+    if (prop.major != 9 || prop.minor != 0) return 0;
+    return hidden_gelu::loads() && float_long_k::loads() && float_short_k::loads();
+}
+
+extern "C" int mvrt_cuda_gemm16_sm90(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
+{
+    if (!takes(g)) return MVRT_GPU_GEMM_DECLINED;
+#if defined(MVRT_GEMM16_PROBE)
+    extern int mvrt_gemm16_probe_config;
+    switch (mvrt_gemm16_probe_config) {
+    case 1: return probe_one<coop_128x256>(s, g, msg, msg_n);
+    case 2: return probe_one<ping_64x128>(s, g, msg, msg_n);
+    case 3: return probe_one<ping_128x128>(s, g, msg, msg_n);
+    default: break;
+    }
+#endif
+    if (g->y_bf16) return hidden_gelu::run(s, g, "sm90 128x256", msg, msg_n);
+    if (g->K >= kLongK) return float_long_k::run(s, g, "sm90 128x128", msg, msg_n);
+    return float_short_k::run(s, g, "sm90 pingpong 128x128", msg, msg_n);
+}
+
+#else /* not built for sm_90a with CUTLASS: cuBLAS serves every bf16 linear */
+
+extern "C" int mvrt_cuda_gemm16_sm90_usable(void) { return 0; }
+
+extern "C" int mvrt_cuda_gemm16_sm90(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
+{
+    (void)s, (void)g, (void)msg, (void)msg_n;
+    return MVRT_GPU_GEMM_DECLINED;
+}
+
+#endif
