@@ -39,11 +39,19 @@ static void run_usage(FILE *to)
             "                   exit 1 when the share is below MIN (0..1) or a logit is not finite\n");
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* The fp32 run of the same images and weights against `logits` (the run
  * under test, batch x classes): prints the top-1 agreement and the largest
- * |difference| relative to the fp32 logits' largest magnitude; returns 0
- * when the share agreeing is at least min_agree, 1 otherwise, -1 when the
- * fp32 run failed. */
+ * |difference| relative to the fp32 logits' largest magnitude, and, so that
+ * a disagreement can be told from a near-tie, the median fp32 margin
+ * between the first and second class and the largest fp32 margin between
+ * the two classes of any disagreement; returns 0 when the share agreeing
+ * is at least min_agree, 1 otherwise, -1 when the fp32 run failed. */
 static int top1_agreement(const mvrt_mr_spec_t *spec, const float *logits, int64_t batch, int64_t classes,
                           double min_agree)
 {
@@ -57,7 +65,13 @@ static int top1_agreement(const mvrt_mr_spec_t *spec, const float *logits, int64
         return -1;
     }
     int64_t agree = 0;
-    double max_diff = 0.0, max_ref = 0.0;
+    double max_diff = 0.0, max_ref = 0.0, max_split = 0.0;
+    double *margin = malloc((size_t)(batch > 0 ? batch : 1) * sizeof *margin);
+    if (!margin) {
+        mvrt_mr_close(&mr);
+        fprintf(stderr, "mvrt run: out of host memory\n");
+        return -1;
+    }
     for (int64_t b = 0; b < batch; b++) {
         const float *x = logits + b * classes, *r = mr.host_out + b * classes;
         int64_t ix = 0, ir = 0;
@@ -67,7 +81,14 @@ static int top1_agreement(const mvrt_mr_spec_t *spec, const float *logits, int64
             if (r[c] > r[ir])
                 ir = c;
         }
+        double second = -INFINITY;
+        for (int64_t c = 0; c < classes; c++)
+            if (c != ir && r[c] > second)
+                second = r[c];
+        margin[b] = classes > 1 ? (double)r[ir] - second : 0.0;
         agree += ix == ir;
+        if (ix != ir && (double)r[ir] - (double)r[ix] > max_split)
+            max_split = (double)r[ir] - (double)r[ix];
         for (int64_t c = 0; c < classes; c++) {
             const double d = fabs((double)x[c] - (double)r[c]);
             max_diff = d > max_diff ? d : max_diff;
@@ -79,13 +100,14 @@ static int top1_agreement(const mvrt_mr_spec_t *spec, const float *logits, int64
     printf("  top-1 class equal to the fp32 run's on %lld of %lld images (%.2f %%, needed %.2f %%); "
            "max |logit - fp32| %.3e (max |fp32 logit| %.3e)\n",
            (long long)agree, (long long)batch, 100.0 * share, 100.0 * min_agree, max_diff, max_ref);
+    if (batch > 0) {
+        qsort(margin, (size_t)batch, sizeof *margin, cmp_double);
+        printf("  fp32 margin of the top class over the second: median %.3e; largest fp32 margin between the two "
+               "classes of a disagreement: %.3e\n",
+               margin[batch / 2], max_split);
+    }
+    free(margin);
     return share >= min_agree ? 0 : 1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int mvrt_cmd_run(int argc, char **argv)

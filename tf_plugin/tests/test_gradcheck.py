@@ -84,3 +84,45 @@ def test_float32_gradients_match_float64(name):
         f = 1 if label == "out" else (10 if label in ("ddelta", "dA") else 5)
         assert got.dtype == tf.float32
         assert_close(got.numpy(), want.numpy(), f * 6e-4, f * 2e-3, label)
+
+
+# 16-bit inputs (mixed precision): u, delta, z and variable B / C in
+# float16 / bfloat16, A, D, delta_bias and a constant B / C float32 (the
+# op's Tw), the state and sums float32
+# inside. Compared with the float64 op on the same (rounded) values, so
+# what is measured is the op's 16-bit path, not the rounding of its inputs.
+# Tolerance per dtype: |d| <= k (RMS(ref) + |ref|) with k = 8 unit
+# roundoffs of the dtype's outputs (2^-11 float16, 2^-8 bfloat16): every
+# 16-bit output is one rounding of an fp32 value that sums O(L) terms.
+UNIT_ROUNDOFF = {tf.float16: 2.0 ** -11, tf.bfloat16: 2.0 ** -8}
+
+
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["full", "constB_z"])
+def test_16bit_gradients_match_float64(name, dtype):
+    cfg = CONFIGS[name]
+    b, d, _, n, g = cfg[:5]
+    cfg = (b, 2 * d, 97, 4 * n, g) + cfg[5:]
+    rng = np.random.default_rng(5)
+    x = make_inputs(cfg, rng)
+    names = [k for k in NAMES if k in x]
+    sixteen = {"u", "delta", "z"} | ({"B"} if cfg[5] else set()) | ({"C"} if cfg[6] else set())
+    # the 16-bit values, and the same values in float64 / float32
+    args16 = [tf.constant(x[k], dtype=dtype if k in sixteen else tf.float32) for k in names]
+    args64 = [tf.cast(a, tf.float64) for a in args16]
+    dout = tf.cast(tf.constant(rng.standard_normal((cfg[0], cfg[1], cfg[2]))), dtype)
+    results = {}
+    for label, args, dt in (("16", args16, dtype), ("64", args64, tf.float64)):
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            out = scan_fn(cfg, names)(*args)
+        results[label] = [out] + tape.gradient(out, args, output_gradients=tf.cast(dout, dt))
+    k = 8 * UNIT_ROUNDOFF[dtype]
+    for label, got, want in zip(["out"] + ["d" + v for v in names], results["16"], results["64"]):
+        assert got.dtype == (dtype if label == "out" or label[1:] in sixteen else tf.float32), label
+        got = tf.cast(got, tf.float64).numpy()
+        want = want.numpy()
+        assert np.all(np.isfinite(got)), label
+        rms = float(np.sqrt(np.mean(want * want)))
+        assert rms > 0, label
+        assert_close(got, want, k, k * rms, "%s %s (%s)" % (label, dtype.name, name))

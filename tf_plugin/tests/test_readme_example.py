@@ -37,3 +37,4 @@ def test_tensorflow_guide_examples_run():
     assert scope["out"].shape == (2, 16, 49)
     assert all(g is not None for g in (scope["du"], scope["dA"], scope["dD"]))
     assert scope["model"].output_shape == (None, 10)
+    assert tuple(scope["logits"].shape) == (1, 1000)

@@ -5,18 +5,23 @@ Keras 3 MambaVision layers.
     out = mvrt_tf.selective_scan(u, delta, A, B, C, D=D, delta_bias=bias,
                                  delta_softplus=True)
     layer = mvrt_tf.MambaVisionMixer(d_model=320)
+    model = mvrt_tf.MambaVision("T", weights="mambavision_t.safetensors")
 
 Import this package before tf.saved_model.load of a model that uses the op:
 importing it registers the ops and their gradient.
 """
 from ._ops import library_path, raw_ops, selective_scan
-from .layers import MambaVisionBlock, MambaVisionMixer, load_torch_state_dict
+from .layers import MambaVisionAttention, MambaVisionBlock, MambaVisionMixer, load_torch_state_dict
+from .model import MambaVision, model_config
 from .safetensors_io import load_safetensors
 
 __all__ = [
     "selective_scan",
     "MambaVisionMixer",
     "MambaVisionBlock",
+    "MambaVisionAttention",
+    "MambaVision",
+    "model_config",
     "load_torch_state_dict",
     "load_safetensors",
     "library_path",

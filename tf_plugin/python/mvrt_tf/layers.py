@@ -1,4 +1,4 @@
-"""Keras 3 layers of MambaVision: the mixer and the mixer block.
+"""Keras 3 layers of MambaVision: the mixer, the attention and the block.
 
 Semantics and parameter names follow the public NVlabs MambaVision code
 (shared/spec/mambavision.md): every weight is stored in PyTorch's layout
@@ -43,10 +43,10 @@ class _TorchNamedLayer(keras.layers.Layer):
         self.supports_jit = False  # custom op: not XLA-compilable
         self._torch_names = {}
 
-    def _weight(self, torch_name, shape, initializer):
+    def _weight(self, torch_name, shape, initializer, trainable=True):
         # Keras variable names may not contain '/', PyTorch's '.' is fine.
         var = self.add_weight(name=torch_name, shape=shape, initializer=initializer,
-                              trainable=True)
+                              trainable=trainable)
         self._torch_names[torch_name] = var
         return var
 
@@ -168,17 +168,71 @@ class MambaVisionMixer(_TorchNamedLayer):
 
 
 @keras.saving.register_keras_serializable(package="mvrt_tf")
-class MambaVisionBlock(_TorchNamedLayer):
-    """MambaVision's mixer Block: x + g1 * mixer(LN1(x)), then + g2 * mlp(LN2(x)).
+class MambaVisionAttention(_TorchNamedLayer):
+    """The attention mixer of MambaVision's hybrid stages: (batch, L, dim) ->
+    (batch, L, dim). qkv (3 dim, dim) with an optional bias, split as (3,
+    heads, head_dim); softmax(q k^T / sqrt(head_dim)) v over all L tokens
+    (not causal, no q/k norm); proj (dim, dim) with a bias."""
 
-    LayerNorm eps 1e-5; mlp = fc1 (dim -> mlp_ratio * dim) -> exact GELU ->
-    fc2. layer_scale (a number) adds gamma_1/gamma_2 initialised to it, as the
+    def __init__(self, dim, num_heads, qkv_bias=True, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.dim = int(dim)
+        self.num_heads = int(num_heads)
+        if self.num_heads < 1 or self.dim % self.num_heads:
+            raise ValueError("MambaVisionAttention: dim %d is not a multiple of num_heads %d"
+                             % (self.dim, self.num_heads))
+        self.qkv_bias = bool(qkv_bias)
+        self.seed = seed
+
+    def build(self, input_shape=None):
+        d, seed = self.dim, self.seed
+        self.qkv_weight = self._weight("qkv.weight", (3 * d, d), _torch_linear_init(d, seed))
+        if self.qkv_bias:
+            self.qkv_b = self._weight("qkv.bias", (3 * d,), _torch_linear_init(d, seed))
+        self.proj_weight = self._weight("proj.weight", (d, d), _torch_linear_init(d, seed))
+        self.proj_bias = self._weight("proj.bias", (d,), _torch_linear_init(d, seed))
+        self.built = True
+
+    def call(self, x):
+        x = tf.convert_to_tensor(x)
+        t = x.dtype
+        heads, hd = self.num_heads, self.dim // self.num_heads
+        qkv = tf.matmul(x, tf.cast(self.qkv_weight, t), transpose_b=True)
+        if self.qkv_bias:
+            qkv = qkv + tf.cast(self.qkv_b, t)
+        batch, length = tf.shape(x)[0], tf.shape(x)[1]
+        qkv = tf.transpose(tf.reshape(qkv, [batch, length, 3, heads, hd]), [2, 0, 3, 1, 4])
+        q, k, v = qkv[0], qkv[1], qkv[2]                       # (B, heads, L, hd)
+        scores = tf.matmul(q, k, transpose_b=True) * tf.cast(hd ** -0.5, t)
+        # the softmax in float32 at least (16-bit policies)
+        weights = tf.cast(tf.nn.softmax(tf.cast(scores, tf.float32) if t in (tf.float16, tf.bfloat16)
+                                        else scores, axis=-1), t)
+        y = tf.reshape(tf.transpose(tf.matmul(weights, v), [0, 2, 1, 3]), [batch, length, self.dim])
+        return tf.matmul(y, tf.cast(self.proj_weight, t), transpose_b=True) + tf.cast(self.proj_bias, t)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(dim=self.dim, num_heads=self.num_heads, qkv_bias=self.qkv_bias, seed=self.seed)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="mvrt_tf")
+class MambaVisionBlock(_TorchNamedLayer):
+    """MambaVision's Block: x + g1 * mixer(LN1(x)), then + g2 * mlp(LN2(x)).
+
+    The mixer is MambaVisionMixer, or MambaVisionAttention with
+    attention=True (num_heads heads, qkv_bias). LayerNorm eps 1e-5; mlp =
+    fc1 (dim -> mlp_ratio * dim) -> exact GELU -> fc2. layer_scale (a number) adds gamma_1/gamma_2 initialised to it, as the
     model's use_layer_scale does; None means no layer scale. No dropout or
     drop-path (inference semantics; add them around the layer if training needs them).
     """
 
     def __init__(self, dim, mlp_ratio=4.0, d_state=8, d_conv=3, expand=1, dt_rank="auto",
-                 layer_scale=None, norm_eps=1e-5, seed=None, **kwargs):
+                 layer_scale=None, norm_eps=1e-5, seed=None, attention=False, num_heads=1,
+                 qkv_bias=True, **kwargs):
         super().__init__(**kwargs)
         self.dim = int(dim)
         self.mlp_ratio = mlp_ratio
@@ -186,9 +240,15 @@ class MambaVisionBlock(_TorchNamedLayer):
         self.layer_scale = layer_scale
         self.norm_eps = norm_eps
         self.seed = seed
-        self._mixer_args = dict(d_state=d_state, d_conv=d_conv, expand=expand, dt_rank=dt_rank)
-        self.mixer = MambaVisionMixer(self.dim, seed=seed, name="mixer", dtype=self.dtype_policy,
-                                      **self._mixer_args)
+        self.attention = bool(attention)
+        if self.attention:
+            self._mixer_args = dict(attention=True, num_heads=int(num_heads), qkv_bias=bool(qkv_bias))
+            self.mixer = MambaVisionAttention(self.dim, int(num_heads), qkv_bias=qkv_bias, seed=seed,
+                                              name="mixer", dtype=self.dtype_policy)
+        else:
+            self._mixer_args = dict(d_state=d_state, d_conv=d_conv, expand=expand, dt_rank=dt_rank)
+            self.mixer = MambaVisionMixer(self.dim, seed=seed, name="mixer", dtype=self.dtype_policy,
+                                          **self._mixer_args)
 
     def build(self, input_shape=None):
         d, hdn, seed = self.dim, self.hidden, self.seed
@@ -240,7 +300,8 @@ class MambaVisionBlock(_TorchNamedLayer):
 
 
 def load_torch_state_dict(layer, state_dict, prefix="", strict=True):
-    """Copies PyTorch-named arrays into a MambaVisionMixer / MambaVisionBlock.
+    """Copies PyTorch-named arrays into a layer of this package (a mixer,
+    an attention, a block or the whole MambaVision model).
 
     state_dict: mapping name -> array (numpy, or anything np.asarray takes),
     e.g. from mvrt_tf.load_safetensors or {k: v.numpy() for k, v in
