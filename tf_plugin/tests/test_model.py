@@ -133,3 +133,37 @@ def test_mixed_precision_golden_and_training_step(policy):
         assert np.all(np.isfinite(loss)) and loss[-1] < loss[0], loss
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+@pytest.mark.skipif(not MODEL_ENTRIES, reason="no golden MambaVision model file")
+def test_saved_model_serves_in_a_fresh_process(tmp_path):
+    """Export with a serving signature (any batch and image size); a new
+    Python process that loads only the op library (no mvrt_tf) reloads it
+    and returns the same logits."""
+    import subprocess
+    import sys
+    path, name = MODEL_ENTRIES[0]
+    tensors, meta = mvrt_tf.load_safetensors(path)
+    model = mvrt_tf.MambaVision(json.loads(meta[name]), weights=tensors, prefix=name + ".weights.")
+    x = tensors[name + ".input"]
+    want = model(tf.constant(x)).numpy()
+    export_dir = os.path.join(str(tmp_path), "saved")
+    mvrt_tf.export_saved_model(model, export_dir)
+    np.save(os.path.join(str(tmp_path), "x.npy"), x)
+    script = (
+        "import sys, numpy as np, tensorflow as tf\n"
+        "tf.load_op_library(sys.argv[1])\n"
+        "m = tf.saved_model.load(sys.argv[2])\n"
+        "x = np.load(sys.argv[3])\n"
+        "np.save(sys.argv[4], m.serve(tf.constant(x)).numpy())\n"
+        "np.save(sys.argv[5], m.serve(tf.constant(x[:1, :, :40, :52])).numpy())\n")
+    out, out_small = (os.path.join(str(tmp_path), f) for f in ("y.npy", "y_small.npy"))
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # mvrt_tf is not importable there
+    proc = subprocess.run([sys.executable, "-c", script, mvrt_tf.library_path, export_dir,
+                           os.path.join(str(tmp_path), "x.npy"), out, out_small],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_close(np.load(out), want, 1e-6, 1e-6, "reloaded SavedModel")
+    small = model(tf.constant(x[:1, :, :40, :52])).numpy()
+    assert_close(np.load(out_small), small, 1e-6, 1e-6, "reloaded SavedModel, another size")

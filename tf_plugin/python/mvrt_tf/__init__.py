@@ -12,7 +12,7 @@ importing it registers the ops and their gradient.
 """
 from ._ops import library_path, raw_ops, selective_scan
 from .layers import MambaVisionAttention, MambaVisionBlock, MambaVisionMixer, load_torch_state_dict
-from .model import MambaVision, model_config
+from .model import MambaVision, export_saved_model, model_config
 from .safetensors_io import load_safetensors
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "MambaVisionAttention",
     "MambaVision",
     "model_config",
+    "export_saved_model",
     "load_torch_state_dict",
     "load_safetensors",
     "library_path",

@@ -76,17 +76,19 @@ class _MambaVisionNet(_TorchNamedLayer):
         super().__init__(**kwargs)
         self.cfg = cfg
         self.seed = seed
-        self.blocks = {}  # level -> [MambaVisionBlock] of the hybrid stages
+        # the blocks of the hybrid stages (levels 2 and 3), a list per level
+        # (SavedModel tracking wants lists or string-keyed dicts)
+        self.hybrid_blocks = []
         c = cfg
         for level in (2, 3):
             width, depth = int(c["dim"]) << level, int(c["depths"][level])
             first_attention = (depth + 1) // 2
-            self.blocks[level] = [
+            self.hybrid_blocks.append([
                 MambaVisionBlock(width, mlp_ratio=c["mlp_ratio"], layer_scale=c["layer_scale"],
                                  attention=i >= first_attention, num_heads=c["num_heads"][level],
                                  qkv_bias=c["qkv_bias"], seed=seed, dtype=self.dtype_policy,
                                  name="levels.%d.blocks.%d" % (level, i))
-                for i in range(depth)]
+                for i in range(depth)])
 
     def _bn(self, prefix, channels):
         self._weight(prefix + "weight", (channels,), keras.initializers.Ones())
@@ -121,7 +123,7 @@ class _MambaVisionNet(_TorchNamedLayer):
                         self._weight(q + "gamma", (width,),
                                      keras.initializers.Constant(float(c["layer_scale_conv"])))
             else:
-                for i, block in enumerate(self.blocks[level]):
+                for i, block in enumerate(self.hybrid_blocks[level - 2]):
                     block.build((None, None, width))
                     for name, var in block.torch_weights().items():
                         self._torch_names["%sblocks.%d.%s" % (p, i, name)] = var
@@ -163,7 +165,7 @@ class _MambaVisionNet(_TorchNamedLayer):
         # windows in row-major order, tokens row-major inside a window
         t = tf.reshape(tf.transpose(tf.reshape(x, [batch, nh, ws, nw, ws, channels]), [0, 1, 3, 2, 4, 5]),
                        [batch * nh * nw, ws * ws, channels])
-        for block in self.blocks[level]:
+        for block in self.hybrid_blocks[level - 2]:
             t = block(t)
         x = tf.reshape(tf.transpose(tf.reshape(t, [batch, nh, nw, ws, ws, channels]), [0, 1, 3, 2, 4, 5]),
                        [batch, hp, wp, channels])
@@ -251,3 +253,18 @@ def golden_model_config(metadata_value):
     if not isinstance(cfg, dict) or cfg.get("kind") != "model":
         raise ValueError("not a MambaVision model description: %r" % (metadata_value,))
     return cfg
+
+
+def export_saved_model(model, export_dir, endpoint="serve"):
+    """Writes `model` (a MambaVision) as a TensorFlow SavedModel with one
+    serving function, `endpoint`: float32 images of any batch and size in
+    the model's data_format -> float32 logits. Serving it needs TensorFlow
+    and the op library only: tf.load_op_library(mvrt_tf.library_path) (or
+    import mvrt_tf), then tf.saved_model.load(export_dir).<endpoint>(x)."""
+    channels = int(model.cfg["in_chans"])
+    shape = [None, channels, None, None] if model.data_format == "channels_first" else [None, None, None, channels]
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(name=endpoint, fn=model.call, input_signature=[tf.TensorSpec(shape, tf.float32)])
+    archive.write_out(export_dir)
+    return export_dir
