@@ -167,3 +167,29 @@ def test_saved_model_serves_in_a_fresh_process(tmp_path):
     assert_close(np.load(out), want, 1e-6, 1e-6, "reloaded SavedModel")
     small = model(tf.constant(x[:1, :, :40, :52])).numpy()
     assert_close(np.load(out_small), small, 1e-6, 1e-6, "reloaded SavedModel, another size")
+
+
+def test_batch_norm_training_mode_follows_pytorch():
+    """training=True: batch statistics (biased variance) normalize, and the
+    running ones move by momentum 0.1 (unbiased variance), as PyTorch's
+    train(); the default call leaves them alone."""
+    from mvrt_tf.model import _pytorch_conv
+    cfg = dict(dim=16, in_dim=8, depths=[1, 1, 1, 1], window_size=[4, 4, 2, 2], num_heads=[1, 1, 2, 2],
+               num_classes=3, mlp_ratio=2)
+    model = mvrt_tf.MambaVision(cfg, seed=1)
+    w = model.torch_weights()
+    x = np.random.default_rng(4).standard_normal((3, 3, 20, 24)).astype(np.float32)
+    before = model(tf.constant(x)).numpy()
+    assert np.all(w["patch_embed.conv_down.1.running_mean"].numpy() == 0)
+    trained = model(tf.constant(x), training=True).numpy()
+    assert np.abs(trained - before).max() > 1e-4
+    feats = _pytorch_conv(tf.transpose(tf.constant(x), [0, 2, 3, 1]),
+                          w["patch_embed.conv_down.0.weight"], 2, 1).numpy().astype(np.float64)
+    n = feats.shape[0] * feats.shape[1] * feats.shape[2]
+    mean, var = feats.mean(axis=(0, 1, 2)), feats.var(axis=(0, 1, 2))
+    assert_close(w["patch_embed.conv_down.1.running_mean"].numpy(), 0.1 * mean, 1e-5, 1e-6, "running_mean")
+    assert_close(w["patch_embed.conv_down.1.running_var"].numpy(), 0.9 + 0.1 * var * n / (n - 1), 1e-5, 1e-6,
+                 "running_var")
+    # inference again: the updated running statistics, not the batch's
+    again = model(tf.constant(x)).numpy()
+    assert np.abs(again - trained).max() > 1e-6 and np.abs(again - before).max() > 1e-6

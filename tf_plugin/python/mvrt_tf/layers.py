@@ -45,8 +45,9 @@ class _TorchNamedLayer(keras.layers.Layer):
 
     def _weight(self, torch_name, shape, initializer, trainable=True):
         # Keras variable names may not contain '/', PyTorch's '.' is fine.
+        # Statistics (non-trainable) stay float32 under mixed precision.
         var = self.add_weight(name=torch_name, shape=shape, initializer=initializer,
-                              trainable=trainable)
+                              trainable=trainable, autocast=trainable)
         self._torch_names[torch_name] = var
         return var
 

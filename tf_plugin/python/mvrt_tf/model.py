@@ -9,9 +9,11 @@ Linear). Every variable is kept under its PyTorch name and layout, so the
 safetensors files that `mvrt run --weights` reads (converted with
 tools/convert_checkpoint.py) and the golden model files load unchanged.
 
-BatchNorm runs with its running statistics (inference semantics, also
-while training: the statistics are not updated, as when fine-tuning with
-frozen BatchNorm). Inside, maps are channels-last (NHWC).
+BatchNorm follows PyTorch's train() / eval(): with training=True (Keras'
+fit) it normalizes with the batch's statistics and updates the running
+ones (momentum 0.1); otherwise it uses the running statistics. To
+fine-tune with frozen statistics, call the model with training=False.
+Inside, maps are channels-last (NHWC).
 """
 import json
 
@@ -137,19 +139,30 @@ class _MambaVisionNet(_TorchNamedLayer):
     def _w(self, name):
         return self._torch_names[name]
 
-    def _batch_norm(self, x, prefix, eps):
+    def _batch_norm(self, x, prefix, eps, training):
+        """PyTorch's BatchNorm2d on an NHWC map: the running statistics, or
+        in training the batch's (biased variance), whose momentum-0.1
+        average (unbiased variance) then updates the running ones."""
         t = x.dtype
-        scale = tf.cast(self._w(prefix + "weight"), tf.float32) * tf.math.rsqrt(
-            tf.cast(self._w(prefix + "running_var"), tf.float32) + eps)
-        shift = tf.cast(self._w(prefix + "bias"), tf.float32) - tf.cast(self._w(prefix + "running_mean"),
-                                                                         tf.float32) * scale
+        mean_var, var_var = self._w(prefix + "running_mean"), self._w(prefix + "running_var")
+        if training:
+            x32 = tf.cast(x, tf.float32)
+            mean, var = tf.nn.moments(x32, axes=[0, 1, 2])
+            count = tf.cast(tf.reduce_prod(tf.shape(x32)[:3]), tf.float32)
+            unbiased = var * count / tf.maximum(count - 1.0, 1.0)
+            mean_var.assign(0.9 * mean_var + 0.1 * mean)
+            var_var.assign(0.9 * var_var + 0.1 * unbiased)
+        else:
+            mean, var = tf.cast(mean_var, tf.float32), tf.cast(var_var, tf.float32)
+        scale = tf.cast(self._w(prefix + "weight"), tf.float32) * tf.math.rsqrt(var + eps)
+        shift = tf.cast(self._w(prefix + "bias"), tf.float32) - mean * scale
         return x * tf.cast(scale, t) + tf.cast(shift, t)
 
-    def _conv_block(self, x, q):
+    def _conv_block(self, x, q, training):
         h = _pytorch_conv(x, self._w(q + "conv1.weight"), 1, 1) + tf.cast(self._w(q + "conv1.bias"), x.dtype)
-        h = tf.nn.gelu(self._batch_norm(h, q + "norm1.", 1e-5), approximate=True)
+        h = tf.nn.gelu(self._batch_norm(h, q + "norm1.", 1e-5, training), approximate=True)
         h = _pytorch_conv(h, self._w(q + "conv2.weight"), 1, 1) + tf.cast(self._w(q + "conv2.bias"), x.dtype)
-        h = self._batch_norm(h, q + "norm2.", 1e-5)
+        h = self._batch_norm(h, q + "norm2.", 1e-5, training)
         if self.cfg["layer_scale_conv"] is not None:
             h = h * tf.cast(self._w(q + "gamma"), x.dtype)
         return x + h
@@ -171,23 +184,23 @@ class _MambaVisionNet(_TorchNamedLayer):
                        [batch, hp, wp, channels])
         return x[:, :height, :width, :]
 
-    def call(self, x):
+    def call(self, x, training=False):
         x = tf.convert_to_tensor(x)
         if x.dtype != self.compute_dtype:
             x = tf.cast(x, self.compute_dtype)
         for conv, bn in ((0, 1), (3, 4)):
             x = _pytorch_conv(x, self._w("patch_embed.conv_down.%d.weight" % conv), 2, 1)
-            x = tf.nn.relu(self._batch_norm(x, "patch_embed.conv_down.%d." % bn, 1e-4))
+            x = tf.nn.relu(self._batch_norm(x, "patch_embed.conv_down.%d." % bn, 1e-4, training))
         for level in range(4):
             p = "levels.%d." % level
             if level < 2:
                 for i in range(int(self.cfg["depths"][level])):
-                    x = self._conv_block(x, "%sblocks.%d." % (p, i))
+                    x = self._conv_block(x, "%sblocks.%d." % (p, i), training)
             else:
                 x = self._hybrid_stage(x, level)
             if level < 3:
                 x = _pytorch_conv(x, self._w(p + "downsample.reduction.0.weight"), 2, 1)
-        x = self._batch_norm(x, "norm.", 1e-5)
+        x = self._batch_norm(x, "norm.", 1e-5, training)
         x = tf.reduce_mean(tf.cast(x, tf.float32), axis=[1, 2])
         # the head in float32 (mixed-precision policies keep logits float32)
         return tf.matmul(x, tf.cast(self._w("head.weight"), tf.float32), transpose_b=True) + \
@@ -235,11 +248,11 @@ class MambaVision(keras.Model):
             weights, _ = load_safetensors(weights)
         return load_torch_state_dict(self.net, weights, prefix=prefix, strict=strict)
 
-    def call(self, images):
+    def call(self, images, training=False):
         x = tf.convert_to_tensor(images)
         if self.data_format == "channels_first":
             x = tf.transpose(x, [0, 2, 3, 1])
-        return self.net(x)
+        return self.net(x, training=bool(training))
 
     def get_config(self):
         config = super().get_config()
