@@ -9,7 +9,14 @@ gradients summed over the workers (loss = sum of per-example losses /
 global batch), so both runs apply the same update up to the order of the
 floating-point sums.
 
-Usage: multiworker_train.py STEPS GLOBAL_BATCH
+With CHECKPOINT_DIR it saves the variables and the step count after every
+step (the chief into CHECKPOINT_DIR, other workers into a private folder
+below it, as TF_CONFIG jobs do) and, started again, resumes from the
+chief's latest checkpoint. CRASH_AFTER=k makes worker 1 (or the single
+process) exit abruptly right after saving step k, like a killed machine.
+Each step's loss is printed as it is known ("LOSS step value").
+
+Usage: multiworker_train.py STEPS GLOBAL_BATCH [CHECKPOINT_DIR [CRASH_AFTER]]
 """
 import json
 import os
@@ -29,6 +36,8 @@ LEARNING_RATE = 0.05
 
 def main():
     steps, global_batch = int(sys.argv[1]), int(sys.argv[2])
+    ckpt_dir = sys.argv[3] if len(sys.argv) > 3 else None
+    crash_after = int(sys.argv[4]) if len(sys.argv) > 4 else -1
     rng = np.random.default_rng(2024)
     images = rng.standard_normal((steps * global_batch, 3, 32, 32)).astype(np.float32)
     labels = rng.integers(0, CONFIG["num_classes"], steps * global_batch).astype(np.int32)
@@ -66,11 +75,27 @@ def main():
         per_replica = strategy.run(replica_step, args=(x, y))
         return strategy.reduce("sum", per_replica, axis=None)
 
+    done = tf.Variable(0, dtype=tf.int64, trainable=False)
+    manager = None
+    if ckpt_dir:
+        ckpt = tf.train.Checkpoint(step=done, variables=[v.value for v in model.variables])
+        latest = tf.train.latest_checkpoint(ckpt_dir)  # the chief's
+        if latest:
+            ckpt.restore(latest).assert_existing_objects_matched()
+        write_dir = ckpt_dir if task == 0 else os.path.join(ckpt_dir, "worker_%d" % task)
+        manager = tf.train.CheckpointManager(ckpt, write_dir, max_to_keep=1)
+
     losses = []
-    for step in range(steps):
+    for step in range(int(done.numpy()), steps):
         begin = step * global_batch + task * local
-        losses.append(float(train_step(tf.constant(images[begin:begin + local]),
-                                       tf.constant(labels[begin:begin + local]))))
+        loss = float(train_step(tf.constant(images[begin:begin + local]), tf.constant(labels[begin:begin + local])))
+        losses.append(loss)
+        print("LOSS %d %r" % (step, loss), flush=True)
+        done.assign(step + 1)
+        if manager:
+            manager.save()
+        if step == crash_after and task == (1 if workers > 1 else 0):
+            os._exit(3)
     print("LOSSES " + json.dumps(losses), flush=True)
 
 

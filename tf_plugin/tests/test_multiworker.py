@@ -65,3 +65,60 @@ def test_two_workers_match_one_process():
     np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-6)
     # and training moved: the loss of the last step differs from the first
     assert abs(want[-1] - want[0]) > 1e-4, want
+
+
+def _step_losses(output):
+    """{step: loss} of the "LOSS step value" lines."""
+    out = {}
+    for line in output.splitlines():
+        if line.startswith("LOSS "):
+            _, step, value = line.split()
+            out[int(step)] = float(value)
+    return out
+
+
+def _start_workers(args, cluster):
+    return [subprocess.Popen(args, env=_env({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+
+
+def test_killed_worker_resumes_from_checkpoint(tmp_path):
+    """Worker 1 dies right after step 1 is saved; worker 0 cannot go on and
+    is stopped. Both start again on the same checkpoint folder, resume at
+    step 2 and finish; the losses of all steps equal an uninterrupted
+    single process's."""
+    ckpt = os.path.join(str(tmp_path), "ckpt")
+    single = subprocess.run([sys.executable, SCRIPT, str(STEPS), str(GLOBAL_BATCH)], env=_env(),
+                            capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    want = _losses(single.stdout)
+
+    args = [sys.executable, SCRIPT, str(STEPS), str(GLOBAL_BATCH), ckpt]
+    cluster = {"worker": ["localhost:%d" % p for p in _free_ports(2)]}
+    procs = _start_workers(args + ["1"], cluster)
+    out1, err1 = procs[1].communicate(timeout=300)
+    assert procs[1].returncode == 3, err1[-3000:]  # the simulated crash
+    try:
+        out0, _ = procs[0].communicate(timeout=20)
+    except subprocess.TimeoutExpired:  # blocked in the next all-reduce
+        procs[0].kill()
+        out0, _ = procs[0].communicate()
+    first = _step_losses(out0)
+    assert sorted(first)[:2] == [0, 1], out0[-2000:]
+
+    cluster = {"worker": ["localhost:%d" % p for p in _free_ports(2)]}
+    procs = _start_workers(args, cluster)
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err[-3000:]
+            outs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    resumed = _step_losses(outs[0])
+    assert sorted(resumed) == list(range(2, STEPS)), "did not resume at step 2: %s" % sorted(resumed)
+    got = [first[0], first[1]] + [resumed[s] for s in range(2, STEPS)]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

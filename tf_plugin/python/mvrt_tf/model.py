@@ -234,6 +234,9 @@ class MambaVision(keras.Model):
         self.seed = seed
         self.net = _MambaVisionNet(self.cfg, seed=seed, name="mambavision", dtype=self.dtype_policy)
         self.net.build(None)
+        # every variable exists now: no deferred build (which Keras would
+        # otherwise run on a first batch, outside a distribution strategy)
+        self.built = True
         if weights is not None:
             self.load_torch_weights(weights, prefix=prefix)
 
