@@ -1,6 +1,8 @@
-"""tf.distribute.MultiWorkerMirroredStrategy with two worker processes on
-localhost (TF_CONFIG, CPU) trains a small MambaVision: its losses equal a
-single process's on the same global batches."""
+"""Training that outgrows one process: tf.distribute.MultiWorkerMirroredStrategy
+with two worker processes on localhost (TF_CONFIG, CPU) trains a small
+MambaVision with the losses of a single process on the same global
+batches, and resumes from its checkpoints after a worker is killed; Keras'
+BackupAndRestore resumes a killed fit (one process)."""
 import json
 import os
 import socket
@@ -122,3 +124,32 @@ def test_killed_worker_resumes_from_checkpoint(tmp_path):
     assert sorted(resumed) == list(range(2, STEPS)), "did not resume at step 2: %s" % sorted(resumed)
     got = [first[0], first[1]] + [resumed[s] for s in range(2, STEPS)]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_backup_and_restore_resumes_fit(tmp_path):
+    """keras.callbacks.BackupAndRestore with fit (one process; Keras 3's
+    fit does not run under MultiWorkerMirroredStrategy): killed at the end
+    of epoch 1, started again, it resumes at epoch 2 and ends with the
+    variables and losses of an uninterrupted run."""
+    script = os.path.join(HERE, "backup_restore_fit.py")
+    epochs = 4
+
+    def run(backup, *extra):
+        return subprocess.run([sys.executable, script, str(epochs), backup] + list(extra), env=_env(),
+                              capture_output=True, text=True, timeout=300)
+
+    whole = run(os.path.join(str(tmp_path), "whole"))
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    backup = os.path.join(str(tmp_path), "backup")
+    crashed = run(backup, "1")
+    assert crashed.returncode == 3, crashed.stderr[-3000:]
+    resumed = run(backup)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    want, first, second = (_step_losses(p.stdout) for p in (whole, crashed, resumed))
+    assert sorted(first) == [0, 1] and sorted(second) == [2, 3], (sorted(first), sorted(second))
+    got = [first[0], first[1], second[2], second[3]]
+    np.testing.assert_allclose(got, [want[e] for e in range(epochs)], rtol=1e-5, atol=1e-6)
+
+    def total(p):
+        return float([l for l in p.stdout.splitlines() if l.startswith("SUM ")][0].split()[1])
+    np.testing.assert_allclose(total(resumed), total(whole), rtol=1e-6)
