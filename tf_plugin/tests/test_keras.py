@@ -1,6 +1,5 @@
 """Keras 3 MambaVision layers: golden block reproduction with the model's
 own weights, and a few training steps that reduce the loss."""
-import json
 import os
 
 import numpy as np
@@ -9,27 +8,16 @@ import pytest
 import tensorflow as tf
 
 import mvrt_tf
-from tf_test_utils import assert_close, golden_files
+from tf_test_utils import assert_close, golden_entries, golden_files
 
 BLOCK_FILES = golden_files("mv_mixer_block*.safetensors")
-
-
-def _blocks(path):
-    tensors, meta = mvrt_tf.load_safetensors(path)
-    for name, cfg in meta.items():
-        try:
-            cfg = json.loads(cfg)
-        except ValueError:
-            continue
-        if isinstance(cfg, dict) and cfg.get("kind") == "mixer" and name + ".input" in tensors:
-            yield name, cfg, tensors
 
 
 @pytest.mark.skipif(not BLOCK_FILES, reason="no mv_mixer_block golden file")
 @pytest.mark.parametrize("path", BLOCK_FILES, ids=os.path.basename)
 def test_block_reproduces_golden(path):
     found = 0
-    for name, cfg, tensors in _blocks(path):
+    for name, cfg, tensors in golden_entries(path, "mixer"):
         found += 1
         prefix = name + ".weights."
         layer_scale = None

@@ -10,21 +10,9 @@ import pytest
 import tensorflow as tf
 
 import mvrt_tf
-from tf_test_utils import assert_close, golden_files
+from tf_test_utils import assert_close, golden_entries, golden_files
 
 MODEL_FILES = golden_files("*.safetensors")
-
-
-def _models(path):
-    """(name, config dict, tensors) of every whole-model entry of a golden file."""
-    tensors, meta = mvrt_tf.load_safetensors(path)
-    for name, value in meta.items():
-        try:
-            cfg = json.loads(value)
-        except ValueError:
-            continue
-        if isinstance(cfg, dict) and cfg.get("kind") == "model" and name + ".input" in tensors:
-            yield name, cfg, tensors
 
 
 def _golden_tolerance(got, ref, k, what):
@@ -34,7 +22,7 @@ def _golden_tolerance(got, ref, k, what):
     assert_close(got, ref, k, k * rms, what)
 
 
-MODEL_ENTRIES = [(p, n) for p in MODEL_FILES for n, _, _ in _models(p)]
+MODEL_ENTRIES = [(p, n) for p in MODEL_FILES for n, _, _ in golden_entries(p, "model")]
 
 
 @pytest.mark.skipif(not MODEL_ENTRIES, reason="no golden MambaVision model file")

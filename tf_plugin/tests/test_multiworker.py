@@ -41,15 +41,15 @@ def _env(tf_config=None):
     return env
 
 
-def test_two_workers_match_one_process():
-    args = [sys.executable, SCRIPT, str(STEPS), str(GLOBAL_BATCH)]
-    single = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=300)
-    assert single.returncode == 0, single.stderr[-3000:]
-    want = _losses(single.stdout)
+def _start_workers(args, cluster):
+    return [subprocess.Popen(args, env=_env({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
 
-    cluster = {"worker": ["localhost:%d" % p for p in _free_ports(2)]}
-    procs = [subprocess.Popen(args, env=_env({"cluster": cluster, "task": {"type": "worker", "index": i}}),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+
+def _run_workers(args):
+    """Runs args as two workers on free localhost ports; their stdouts
+    (each must exit 0)."""
+    procs = _start_workers(args, {"worker": ["localhost:%d" % p for p in _free_ports(2)]})
     outs = []
     try:
         for p in procs:
@@ -60,6 +60,16 @@ def test_two_workers_match_one_process():
         for p in procs:
             if p.poll() is None:
                 p.kill()
+    return outs
+
+
+def test_two_workers_match_one_process():
+    args = [sys.executable, SCRIPT, str(STEPS), str(GLOBAL_BATCH)]
+    single = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    want = _losses(single.stdout)
+
+    outs = _run_workers(args)
     got = [_losses(o) for o in outs]
     # both workers report the same (all-reduced) losses, equal to the single
     # process's up to the order of the sums
@@ -77,11 +87,6 @@ def _step_losses(output):
             _, step, value = line.split()
             out[int(step)] = float(value)
     return out
-
-
-def _start_workers(args, cluster):
-    return [subprocess.Popen(args, env=_env({"cluster": cluster, "task": {"type": "worker", "index": i}}),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
 
 
 def test_killed_worker_resumes_from_checkpoint(tmp_path):
@@ -108,18 +113,7 @@ def test_killed_worker_resumes_from_checkpoint(tmp_path):
     first = _step_losses(out0)
     assert sorted(first)[:2] == [0, 1], out0[-2000:]
 
-    cluster = {"worker": ["localhost:%d" % p for p in _free_ports(2)]}
-    procs = _start_workers(args, cluster)
-    outs = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=300)
-            assert p.returncode == 0, err[-3000:]
-            outs.append(out)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    outs = _run_workers(args)
     resumed = _step_losses(outs[0])
     assert sorted(resumed) == list(range(2, STEPS)), "did not resume at step 2: %s" % sorted(resumed)
     got = [first[0], first[1]] + [resumed[s] for s in range(2, STEPS)]

@@ -21,6 +21,19 @@ def golden_files(pattern):
     return sorted(glob.glob(os.path.join(golden_dir(), pattern)))
 
 
+def golden_entries(path, kind):
+    """(name, config dict, tensors) of every entry of a golden file whose
+    metadata JSON has this "kind" ("mixer", "model", ...) and an input."""
+    tensors, meta = mvrt_tf.load_safetensors(path)
+    for name, value in meta.items():
+        try:
+            cfg = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(cfg, dict) and cfg.get("kind") == kind and name + ".input" in tensors:
+            yield name, cfg, tensors
+
+
 def assert_close(actual, expected, rtol, atol, what):
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
