@@ -47,7 +47,9 @@ static const bench_row_t gpu_rows[] = {
      * shared/anchors/torch_mambavision.py, not from ANCHORS.md */
     {"MambaVision-T, batch 1, bf16", 0, "T", 0, 0, 1, 2, 0, NULL, 0},
     {"MambaVision-B, batch 256, bf16", 0, "B", 0, 0, 256, 2, 0, NULL, 0},
+    {"MambaVision-B, batch 1, bf16", 0, "B", 0, 0, 1, 2, 0, NULL, 0},
     {"MambaVision-L, batch 256, bf16", 0, "L", 0, 0, 256, 2, 0, NULL, 0},
+    {"MambaVision-L, batch 1, bf16", 0, "L", 0, 0, 1, 2, 0, NULL, 0},
 };
 
 static const bench_row_t cpu_rows[] = {
