@@ -1178,6 +1178,7 @@ static const lcase_t linear_cases[] = {
     {"linear_bf16_sm90_proj_residual",   1, 8192,  320,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 0, 1},
     {"linear_bf16_sm90_qkv_bias",        1, 4224,  960,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, BF16, 0, 0},
     {"linear_bf16_sm90_pad_declined",    1, 4224,  640,  320, 0, 1, 3, 3, 3, 0, 0, 1, NONE, 1, BF16, 0, 1},
+    {"linear_bf16_sm90_ragged_tiles",    1, 4100, 1000,  328, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 0, 1},
     /* beta 1 onto a separate residual (a block graph's projections onto
      * its input, no copy first) on every GEMM path: the cluster GEMM
      * (out_proj, channel-major A; proj with a bias), the vendor GEMM plus
@@ -1313,6 +1314,8 @@ static void run_gemm_cases(void)
      * K >= 1024 (cooperative 128 x 128) */
     case_linear_storage("linear_s16_fc1_sm90_gelu", 1, 4224, 1280, 320, 0, 1, 1, 1, GELU, BF16, 0);
     case_linear_storage("linear_s16_fc2_sm90_bias", 1, 4224, 640, 1280, 0, 1, 0, 1, NONE, BF16, 0);
+    /* M, N and K that are no multiples of the tiles (TMA clips the edges) */
+    case_linear_storage("linear_s16_fc1_sm90_ragged", 1, 4100, 1288, 328, 0, 1, 1, 1, GELU, BF16, 0);
     case_linear_storage("linear_s16_batch_ta_pad_odd", 3, 37, 19, 45, 1, 1, 1, 1, SILU, BF16, 3);
     case_linear_storage("linear_s16_y16_only_odd", 2, 5, 7, 9, 0, 0, 1, 0, NONE, BF16, 1);
     case_linear_storage("linear_s16_fp32_math_a16_y16", 2, 65, 40, 72, 0, 1, 1, 1, GELU, FP32, 2);
