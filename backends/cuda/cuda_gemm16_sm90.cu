@@ -107,14 +107,11 @@ using CoopEpi = ep::TmaWarpSpecializedCooperative;
 using Ping = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
 using PingEpi = ep::TmaWarpSpecialized;
 
-/* The kernel shapes (MVRT_GEMM16_PROBE builds all of them for the probe
- * that measured the choice below). */
+/* The kernel shapes the dispatch below uses. */
 template <class D, class C, template <class> class Act>
 using coop_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
 template <class D, class C, template <class> class Act>
 using coop_128x256 = gemm16<D, C, Act, Shape<_128, _256, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
-template <class D, class C, template <class> class Act>
-using ping_64x128 = gemm16<D, C, Act, Shape<_64, _128, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
 template <class D, class C, template <class> class Act>
 using ping_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
 
@@ -139,19 +136,6 @@ using hidden_gelu = coop_128x256<bf16, void, th::GELU>;
 using float_long_k = coop_128x128<float, float, th::Identity>;
 using float_short_k = ping_128x128<float, float, th::Identity>;
 constexpr int64_t kLongK = 1024;
-
-#if defined(MVRT_GEMM16_PROBE)
-/* the probe's kernels: config c of {coop 128x128, coop 128x256, pingpong
- * 64x128, pingpong 128x128} */
-template <template <class, class, template <class> class> class K>
-int probe_one(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
-{
-    if (g->y_bf16)
-        return g->act == MVRT_ACT_GELU_ERF ? K<bf16, void, th::GELU>::run(s, g, "probe", msg, msg_n)
-                                           : K<bf16, void, th::Identity>::run(s, g, "probe", msg, msg_n);
-    return K<float, float, th::Identity>::run(s, g, "probe", msg, msg_n);
-}
-#endif
 
 bool takes(const mvrt_gpu_gemm16_t *g)
 {
@@ -187,15 +171,6 @@ extern "C" int mvrt_cuda_gemm16_sm90_usable(void)
 extern "C" int mvrt_cuda_gemm16_sm90(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
 {
     if (!takes(g)) return MVRT_GPU_GEMM_DECLINED;
-#if defined(MVRT_GEMM16_PROBE)
-    extern int mvrt_gemm16_probe_config;
-    switch (mvrt_gemm16_probe_config) {
-    case 1: return probe_one<coop_128x256>(s, g, msg, msg_n);
-    case 2: return probe_one<ping_64x128>(s, g, msg, msg_n);
-    case 3: return probe_one<ping_128x128>(s, g, msg, msg_n);
-    default: break;
-    }
-#endif
     if (g->y_bf16) return hidden_gelu::run(s, g, "sm90 128x256", msg, msg_n);
     if (g->K >= kLongK) return float_long_k::run(s, g, "sm90 128x128", msg, msg_n);
     return float_short_k::run(s, g, "sm90 pingpong 128x128", msg, msg_n);
