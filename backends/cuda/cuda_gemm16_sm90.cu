@@ -131,7 +131,10 @@ using ping_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>
  * 128x128 (its epilogue overlaps the other warp group's products). Pingpong
  * 64x128 was slower on every shape. A product with no epilogue, or only
  * the accumulate into Y itself (in_proj, out_proj), stays on cuBLAS, which
- * is faster there (in_proj 0.030 vs 0.038 ms) and adds Y itself. */
+ * is faster there (in_proj 0.030 vs 0.038 ms) and adds Y itself. So does
+ * an output of fewer 128x128 tiles than SMs: at batch 1 (196 rows) these
+ * tiles left most SMs idle (MambaVision-T in bf16: 0.869 -> 1.062 ms per
+ * image) where cuBLAS picks small tiles and split-K. */
 using hidden_gelu = coop_128x256<bf16, void, th::GELU>;
 using float_long_k = coop_128x128<float, float, th::Identity>;
 using float_short_k = ping_128x128<float, float, th::Identity>;
@@ -139,6 +142,8 @@ constexpr int64_t kLongK = 1024;
 
 bool takes(const mvrt_gpu_gemm16_t *g)
 {
+    /* at least one wave of 128 x 128 output tiles */
+    if (((g->M + 127) / 128) * ((g->N + 127) / 128) < g->sm_count) return false;
     /* bf16 Y: the MLP hidden only; float Y: an epilogue beyond Y += product */
     const bool act_ok = g->y_bf16 ? g->act == MVRT_ACT_GELU_ERF && !g->R
                                   : g->act == MVRT_ACT_NONE && (g->bias || (g->R && g->R != g->Y));
@@ -157,14 +162,15 @@ using namespace mvrt_gemm16_sm90;
 
 extern "C" int mvrt_cuda_gemm16_sm90_usable(void)
 {
-    int dev = 0;
-    cudaDeviceProp prop;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
     /* sm_90a code runs on compute capability 9.0 only */
-    if (prop.major != 9 || prop.minor != 0) return 0;
+    if (major != 9 || minor != 0) return 0;
     return hidden_gelu::loads() && float_long_k::loads() && float_short_k::loads();
 }
 

@@ -22,7 +22,9 @@
  * mvrt_cuda_gemm16_sm90: queued on `s`; allocates nothing and does not
  * synchronize (legal during graph capture). Returns MVRT_GPU_GEMM_OK,
  * MVRT_GPU_GEMM_DECLINED (nothing written: sizes, strides or alignment
- * the kernels do not take, which the caller then runs another way) or
+ * the kernels do not take, outputs of fewer 128 x 128 tiles than
+ * g->sm_count, products without an epilogue to fuse; the caller then runs
+ * them another way) or
  * MVRT_GPU_GEMM_FAILED with a message in msg. Thread-safe. */
 #ifndef MVRT_BACKENDS_CUDA_GEMM16_SM90_H
 #define MVRT_BACKENDS_CUDA_GEMM16_SM90_H

@@ -231,15 +231,13 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
     if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     /* one GEMM against a weight (N, K), with the epilogue fused where the
-     * device has such a kernel (Hopper: cuda_gemm16_sm90.h) and the output
-     * fills at least one wave of 128 x 128 tiles: at batch 1 (196 rows)
-     * its 128 x 256 tiles left most SMs idle (MambaVision-T in bf16, H200:
-     * 0.869 -> 1.062 ms per image), where cuBLAS picks small tiles and
-     * split-K. It declines what it does not take, before writing anything. */
-    if (ctx->gemm16 && f.batch == 1 && !f.ta && f.tb && !(f.bias && f.bias_per_row) &&
-        ((f.M + 127) / 128) * ((f.N + 127) / 128) >= ctx->sm_count) {
+     * device has such a kernel (Hopper: cuda_gemm16_sm90.h, whose dispatch
+     * says which shapes it takes); it declines the others before writing
+     * anything, and cuBLAS plus the epilogue pass below run them */
+    if (ctx->gemm16 && f.batch == 1 && !f.ta && f.tb && !(f.bias && f.bias_per_row)) {
         mvrt_gpu_gemm16_t q = {};
         q.M = f.M; q.N = f.N; q.K = f.K;
+        q.sm_count = ctx->sm_count;
         q.A = a16; q.lda = lda;
         q.B = b16; q.ldb = b.cols;
         q.Y = f.Y; q.ldy = f.ldy; q.y_bf16 = p.y_bf16 ? 1 : 0;

@@ -52,9 +52,11 @@ typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t
  * A and B hold bf16 bits (B: (N, K) rows, a PyTorch weight); bias: N
  * floats or NULL; act: MVRT_ACT_NONE or MVRT_ACT_GELU_ERF; Y: floats, or
  * bf16 bits with y_bf16; R: NULL, or floats (M, N) with row stride ldr,
- * possibly Y itself, only with float Y and act NONE. */
+ * possibly Y itself, only with float Y and act NONE. sm_count: the
+ * device's multiprocessors (the hook's tile choice depends on them). */
 typedef struct mvrt_gpu_gemm16 {
     int64_t M, N, K;
+    int sm_count;
     const void *A; int64_t lda;
     const void *B; int64_t ldb;
     void *Y; int64_t ldy; int y_bf16;
