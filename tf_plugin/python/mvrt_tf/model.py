@@ -15,8 +15,6 @@ ones (momentum 0.1); otherwise it uses the running statistics. To
 fine-tune with frozen statistics, call the model with training=False.
 Inside, maps are channels-last (NHWC).
 """
-import json
-
 import keras
 import tensorflow as tf
 
@@ -261,14 +259,6 @@ class MambaVision(keras.Model):
         config = super().get_config()
         config.update(config=self.config_arg, data_format=self.data_format, seed=self.seed)
         return config
-
-
-def golden_model_config(metadata_value):
-    """The config dict of a golden file's model metadata (a JSON string)."""
-    cfg = json.loads(metadata_value)
-    if not isinstance(cfg, dict) or cfg.get("kind") != "model":
-        raise ValueError("not a MambaVision model description: %r" % (metadata_value,))
-    return cfg
 
 
 def export_saved_model(model, export_dir, endpoint="serve"):
