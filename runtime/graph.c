@@ -25,6 +25,7 @@
 
 #include "internal.h"
 #include "model_internal.h"
+#include "ops/common/cpu_half.h"
 
 #define INVALID MVRT_ERR_INVALID_ARGUMENT
 
@@ -50,6 +51,10 @@ struct mvrt_graph {
     mvrt_graph_options_t opt;
     mvrt_buffer_t *workspace;
     size_t workspace_bytes;
+    /* bf16 graphs on backends that take bf16 weights (linear b_bf16): the
+     * model's weight buffer rounded to bf16 once, element for element
+     * (make_weights16); NULL otherwise */
+    mvrt_buffer_t *weights16;
     size_t slot_offset[SLOT_COUNT];       /* bytes */
     size_t scratch_offset, scratch_bytes;
     gnode_t *nodes;
@@ -72,6 +77,7 @@ typedef struct builder {
     int bf16_storage;                     /* see backend_takes_bf16_storage */
     int map16;                            /* maps NHWC bf16 (see map_slot) */
     int map16_declined;                   /* plan: the backend declined a map16 form */
+    const uint16_t *weights16;            /* see weight16 (a fake base while planning) */
 } builder_t;
 
 /* ---- builder helpers ----------------------------------------------------- */
@@ -95,6 +101,14 @@ static const float *weight(builder_t *b, const char *prefix, const char *leaf)
         return b->weights;
     }
     return b->weights + p->offset;
+}
+
+/* The bf16 copy of the weight w (a pointer into the model's weights) in
+ * the graph's weights16, as the op fields take it; NULL where the graph
+ * keeps fp32 weights. */
+static const float *weight16(const builder_t *b, const float *w)
+{
+    return b->weights16 ? (const float *)(const void *)(b->weights16 + (w - b->weights)) : NULL;
 }
 
 static gnode_t *add_node(builder_t *b, int type)
@@ -202,6 +216,20 @@ static int backend_takes_bf16_storage(mvrt_backend_t *be)
 }
 static int bf16_storage(const builder_t *b) { return b->bf16_storage; }
 
+/* bf16 weights: the backend takes a linear whose B is stored bf16
+ * (b_bf16: GPU backends with a bf16 vendor GEMM). Asked once per graph. */
+static int backend_takes_bf16_weights(mvrt_backend_t *be)
+{
+    mvrt_op_params_t probe = {.kind = MVRT_OP_LINEAR};
+    mvrt_linear_params_t *l = &probe.u.linear;
+    l->batch = l->M = l->N = l->K = 1;
+    l->lda = l->ldb = l->ldy = 1;
+    l->trans_b = 1;
+    l->math = MVRT_MATH_BF16;
+    l->b_bf16 = 1;
+    return backend_takes(be, &probe);
+}
+
 enum { DENSE_A16 = 1, DENSE_Y16 = 2 }; /* op_dense storage flags */
 
 #define MV_LAYERNORM_EPS 1e-5f /* MambaVision's nn.LayerNorm default */
@@ -258,6 +286,9 @@ static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float 
     op.u.linear.residual = residual != y ? residual : NULL;
     op.u.linear.a_bf16 = (storage & DENSE_A16) != 0;
     op.u.linear.y_bf16 = (storage & DENSE_Y16) != 0;
+    const float *w16 = weight16(b, op.u.linear.B);
+    if (w16)
+        op.u.linear.B = w16, op.u.linear.b_bf16 = 1;
     add_op(b, &op);
 }
 
@@ -371,6 +402,8 @@ static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, i
     mvrt_linear_params_t *l = &op.u.linear;
     l->batch = Bw, l->M = E, l->N = L, l->K = h;
     l->A = w.x_proj_w, l->lda = h, l->batch_stride_a = 0;
+    if (weight16(b, w.x_proj_w))
+        l->A = weight16(b, w.x_proj_w), l->a_bf16 = 1;
     l->B = MX, l->ldb = L, l->batch_stride_b = h * L;
     l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
     l->math = b->g->opt.math;
@@ -381,6 +414,8 @@ static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, i
     op.kind = MVRT_OP_LINEAR;
     l->batch = Bw, l->M = h, l->N = L, l->K = R;
     l->A = w.dt_proj_w, l->lda = R, l->batch_stride_a = 0;
+    if (weight16(b, w.dt_proj_w))
+        l->A = weight16(b, w.dt_proj_w), l->a_bf16 = 1;
     l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
     l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
     l->bias = w.dt_bias, l->bias_per_row = 1;
@@ -437,6 +472,8 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
     l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
     l->b_constant = 1;
+    if (weight16(b, l->B))
+        l->B = weight16(b, l->B), l->b_bf16 = 1;
     l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
     l->beta = 1.0f;
     l->residual = X_in != X ? X_in : NULL;
@@ -639,6 +676,42 @@ static void emit_all(builder_t *b)
 
 /* ---- public API ---------------------------------------------------------- */
 
+/* g->weights16: the model's weights rounded to bf16 (to nearest even),
+ * element for element, so that a weight at float offset i is at bf16
+ * offset i. Converted on the host in slices (no second full copy of a
+ * large model in host memory), each slice's upload finished before its
+ * host buffer is refilled. */
+static mvrt_status_t make_weights16(mvrt_graph_t *g)
+{
+    static const char fn[] = "mvrt_graph_create";
+    enum { SLICE = 1 << 20 }; /* floats per slice */
+    const mvrt_model_t *m = g->model;
+    mvrt_backend_t *be = g->backend;
+    const size_t count = m->weight_bytes / sizeof(float);
+    mvrt_status_t st = mvrt_buffer_alloc(be, count ? count * sizeof(uint16_t) : 256, &g->weights16);
+    if (st)
+        return st;
+    float *f32 = malloc(SLICE * sizeof *f32);
+    uint16_t *b16 = malloc(SLICE * sizeof *b16);
+    if (!f32 || !b16)
+        st = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    for (size_t i = 0; st == MVRT_OK && i < count; i += SLICE) {
+        const size_t n = count - i < SLICE ? count - i : SLICE;
+        st = mvrt_copy_device_to_host(NULL, f32, m->weights, i * sizeof(float), n * sizeof(float));
+        if (st == MVRT_OK)
+            st = be->vt->stream_synchronize(be->device, be->vt->default_stream(be->device));
+        for (size_t j = 0; st == MVRT_OK && j < n; j++)
+            b16[j] = mvrt_f32_to_bf16(f32[j]);
+        if (st == MVRT_OK)
+            st = mvrt_copy_host_to_device(NULL, g->weights16, i * sizeof(uint16_t), b16, n * sizeof(uint16_t));
+        if (st == MVRT_OK)
+            st = be->vt->stream_synchronize(be->device, be->vt->default_stream(be->device));
+    }
+    free(f32);
+    free(b16);
+    return st;
+}
+
 static mvrt_status_t io_shapes(mvrt_graph_t *g)
 {
     const mvrt_model_config_t *c = &g->model->config;
@@ -704,11 +777,15 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     /* a network's maps in 16-bit NHWC where the backend takes every conv
      * in that form, else (a second plan) NCHW floats */
     const int map16 = s16 && model->config.kind == MVRT_MODEL_NETWORK;
-    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, map16, 0};
+    /* bf16 weights rounded once here, not on every run (a fake base while planning) */
+    const uint16_t *fake16 = s16 && backend_takes_bf16_weights(g->backend) ? (const uint16_t *)(uintptr_t)0x200000 : NULL;
+    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, map16, 0,
+                   fake16};
     emit_all(&b);
     if (b.status == MVRT_OK && b.map16_declined) {
         g->scratch_bytes = 0;
-        b = (builder_t){g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, 0, 0};
+        b = (builder_t){g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, 0, 0,
+                        fake16};
         emit_all(&b);
     }
     if (b.status) {
@@ -733,10 +810,14 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
         free(g);
         return st;
     }
+    if (fake16 && (st = make_weights16(g)) != MVRT_OK) {
+        mvrt_graph_destroy(g);
+        return st;
+    }
 
-    /* Emit: the same walk with the real base. */
+    /* Emit: the same walk with the real bases. */
     builder_t e = {g, 1, {0}, mvrt_buffer_data(g->workspace), mvrt_buffer_data(model->weights), MVRT_OK, s16,
-                   b.map16, 0};
+                   b.map16, 0, g->weights16 ? mvrt_buffer_data(g->weights16) : NULL};
     emit_all(&e);
     if (e.status) {
         mvrt_graph_destroy(g);
@@ -754,6 +835,7 @@ void mvrt_graph_destroy(mvrt_graph_t *graph)
     if (graph->exec && be->vt->graph_destroy)
         be->vt->graph_destroy(be->device, graph->exec);
     mvrt_buffer_free(graph->workspace);
+    mvrt_buffer_free(graph->weights16);
     free(graph->nodes);
     free(graph);
 }
@@ -1038,7 +1120,8 @@ mvrt_status_t mvrt_graph_get_stats(const mvrt_graph_t *graph, mvrt_graph_stats_t
 {
     if (!graph || !out_stats)
         return mvrt_error_set(INVALID, "mvrt_graph_get_stats: %s is NULL", !graph ? "graph" : "out_stats");
-    mvrt_graph_stats_t s = {graph->workspace_bytes, graph->model->weight_bytes, (int64_t)graph->count,
+    const size_t w16 = graph->weights16 ? graph->weights16->size : 0;
+    mvrt_graph_stats_t s = {graph->workspace_bytes + w16, graph->model->weight_bytes, (int64_t)graph->count,
                             graph->exec != NULL, graph->runs, graph->flops};
     *out_stats = s;
     return MVRT_OK;

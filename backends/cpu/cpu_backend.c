@@ -396,8 +396,8 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
 
 /* ---- MambaVision ops ---------------------------------------------------- */
 
-/* The fused mixer projections, the fused MLP and the linear with a folded
- * LayerNorm are GPU-only forms: the CPU runs the ops they fuse. The
+/* The fused mixer projections, the fused MLP, the linear with a folded
+ * LayerNorm and bf16 weights (linear b_bf16) are GPU-only forms: the CPU runs the ops they fuse. The
  * bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16, the
  * NHWC bf16 maps of conv2d, window and pool) run here too, in fp32 math
  * through scratch (ops/common/mv_cpu.h), so that a bf16
@@ -410,6 +410,10 @@ static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: the fused MLP is a GPU-only form");
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: a linear with a folded LayerNorm is a GPU-only form");
+    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b_bf16)
+        return CPU_ERROR(MVRT_ERR_UNSUPPORTED,
+                         "cpu: a linear's bf16 B (b_bf16) is a GPU form; the CPU computes bf16 graphs in fp32 from "
+                         "fp32 weights");
     return MVRT_OK;
 }
 

@@ -316,6 +316,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
 #ifdef MVRT_GPU_HOST_CUDA
     d->opctx.mma_bf16 = d->code_arch >= 80;
+    d->opctx.staged_attention = d->code_arch >= 90;
     {
         /* MVRT_CUDA_FP32_ATTENTION=simt keeps fp32 attention on the fp32
          * SIMT kernel (tests compare both; no accuracy reason to) */
@@ -348,6 +349,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
 #else
     d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
+    d->opctx.staged_attention = 0;
     d->opctx.mma_tf32x3 = 0;
     d->opctx.split_attention = 0;
     d->opctx.mixer_proj_tokens = 0;

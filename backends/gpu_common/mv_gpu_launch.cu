@@ -174,12 +174,13 @@ operand_shape linear_b(const mvrt_linear_params_t &p)
     return {p.trans_b ? p.N : p.K, p.trans_b ? p.K : p.N, p.batch_stride_b == 0 ? 1 : p.batch};
 }
 int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
-/* bf16 math on the vendor GEMM: dense bf16 copies of A (unless it is
- * stored bf16 already, a_bf16) and of B. */
+/* bf16 math on the vendor GEMM: dense bf16 copies of A and of B, unless
+ * they are stored bf16 already (a_bf16, b_bf16). */
 int64_t linear_bf16_scratch(const mvrt_linear_params_t &p)
 {
     const operand_shape a = linear_a(p), b = linear_b(p);
-    return (p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2)) + align256(b.rows * b.cols * b.count * 2);
+    return (p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2)) +
+           (p.b_bf16 ? 0 : align256(b.rows * b.cols * b.count * 2));
 }
 /* bf16 storage without a bf16 vendor GEMM: fp32 copies of A (a_bf16) and of
  * the product (y_bf16). */
@@ -205,7 +206,8 @@ bool linear_fold_batch(const mvrt_linear_params_t &p, const gemm_args &g)
 
 /* The bf16 linear: both operands bf16 (A as stored when a_bf16, else a
  * dense rounded copy in the scratch, transposed into one matrix where
- * linear_fold_batch holds; B a rounded copy), one vendor GEMM with fp32
+ * linear_fold_batch holds; B as stored when b_bf16, else a rounded copy),
+ * one vendor GEMM with fp32
  * accumulation into Y (fp32, or bf16 when y_bf16), then the epilogue. OK,
  * or DECLINED (-1: g untouched, the caller then runs fp32), or an error. */
 int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
@@ -214,7 +216,9 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
     const operand_shape a = linear_a(p), b = linear_b(p);
     const int64_t a_bytes = p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2);
     uint16_t *a16 = p.a_bf16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
-    uint16_t *b16 = (uint16_t *)((char *)scratch + a_bytes);
+    uint16_t *b16 = p.b_bf16 ? (uint16_t *)(const void *)p.B : (uint16_t *)((char *)scratch + a_bytes);
+    const int64_t ldb = p.b_bf16 ? p.ldb : b.cols;
+    const int64_t sb = p.b_bf16 ? p.batch_stride_b : b.count > 1 ? b.rows * b.cols : 0;
     const bool fold = linear_fold_batch(p, g);
     gemm_args f = g; /* the product's shape as the GEMM and the epilogue see it */
     int64_t lda = a.cols, sa = a.count > 1 ? a.rows * a.cols : 0;
@@ -228,7 +232,7 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
     } else {
         lda = p.lda; sa = p.batch_stride_a;
     }
-    if (e == gpuSuccess) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
+    if (e == gpuSuccess && !p.b_bf16) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     /* one GEMM against a weight (N, K), with the epilogue fused where the
      * device has such a kernel (Hopper: cuda_gemm16_sm90.h, whose dispatch
@@ -239,7 +243,7 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
         q.M = f.M; q.N = f.N; q.K = f.K;
         q.sm_count = ctx->sm_count;
         q.A = a16; q.lda = lda;
-        q.B = b16; q.ldb = b.cols;
+        q.B = b16; q.ldb = ldb;
         q.Y = f.Y; q.ldy = f.ldy; q.y_bf16 = p.y_bf16 ? 1 : 0;
         q.R = f.R ? f.R : f.beta != 0.f ? f.Y : nullptr;
         q.ldr = f.R ? f.ldr : f.ldy;
@@ -252,7 +256,7 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
     mvrt_gpu_gemm_t v = {};
     v.batch = f.batch; v.M = f.M; v.N = f.N; v.K = f.K;
     v.A = a16; v.lda = lda; v.sa = sa; v.ta = f.ta;
-    v.B = b16; v.ldb = b.cols; v.sb = b.count > 1 ? b.rows * b.cols : 0; v.tb = f.tb;
+    v.B = b16; v.ldb = ldb; v.sb = sb; v.tb = f.tb;
     v.Y = f.Y; v.ldy = f.ldy; v.sy = f.sy;
     v.beta = f.beta;
     v.math = MVRT_MATH_BF16;
@@ -331,7 +335,7 @@ gemm_args linear_gemm_args(const mvrt_linear_params_t &p)
  * function of the shape and the device: planning and running agree. */
 cgemm_plan linear_ln_plan(const gemm_args &g, const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (!ctx->ln_fold || p.math != MVRT_MATH_FP32 || p.a_bf16 || p.y_bf16 || !cgemm_ln_layout(g))
+    if (!ctx->ln_fold || p.math != MVRT_MATH_FP32 || p.a_bf16 || p.b_bf16 || p.y_bf16 || !cgemm_ln_layout(g))
         return cgemm_plan{0, 0};
     return cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm);
 }
@@ -353,12 +357,22 @@ bool linear_ln_takes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx
 #endif
 }
 
+/* A bf16 B (b_bf16) is read only by the vendor's bf16 GEMM (and the
+ * Hopper kernels behind ctx->gemm16): math bf16, no folded LayerNorm, a
+ * K the GEMM runs. Elsewhere the op is declined and the graph runner
+ * keeps fp32 weights. */
+bool linear_b16_takes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
+{
+    return p.math == MVRT_MATH_BF16 && use_bf16(p.math, ctx) && !p.ln_weight && p.K > 0;
+}
+
 int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
                gpuError_t *err, char *msg, size_t msg_n)
 {
     gemm_args g = linear_gemm_args(p);
-    const bool storage16 = p.a_bf16 || p.y_bf16;
+    const bool storage16 = p.a_bf16 || p.b_bf16 || p.y_bf16;
     if (p.batch <= 0 || p.M <= 0 || p.N <= 0) return MVRT_GPU_OP_OK;
+    if (p.b_bf16 && !linear_b16_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
     if (p.ln_weight) {
         /* linear_ln_takes said yes when the op was planned (the occupancy
          * query stays off this path) */
@@ -373,7 +387,7 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
         return MVRT_GPU_OP_UNSUPPORTED;
     }
     if (use_bf16(p.math, ctx) && p.K > 0) {
-        if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
+        if (!scratch && linear_bf16_scratch(p) > 0) return MVRT_GPU_OP_NO_SCRATCH;
         const int rc = run_linear_bf16(g, p, scratch, ctx, s, err, msg, msg_n);
         if (rc >= 0) return rc;
         if (storage16) {
@@ -579,6 +593,7 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
 {
     if (p->kind == MVRT_OP_CONV2D && conv_nhwc16(p->u.conv2d)) return conv_nhwc16_takes(p->u.conv2d, ctx);
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
+    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b_bf16) return linear_b16_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_MLP) {
 #if defined(MVRT_GPU_CUDA)
         const mlp_plan pl = mlp_plan_ctx(p->u.mlp, ctx);
@@ -613,7 +628,7 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
     if (p->kind == MVRT_OP_LINEAR) {
         const mvrt_linear_params_t &l = p->u.linear;
         if (l.ln_weight) return 0; /* the cluster GEMM only */
-        const bool storage16 = l.a_bf16 || l.y_bf16;
+        const bool storage16 = l.a_bf16 || l.b_bf16 || l.y_bf16;
         /* K = 0 never reaches the vendor GEMM: the storage path runs */
         if (use_bf16(l.math, ctx) && (l.K > 0 || !storage16)) return (size_t)linear_bf16_scratch(l);
         if (storage16) return (size_t)linear_storage_scratch(l);
@@ -632,7 +647,8 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, ctx->sm_count, s); break;
-    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma_bf16 != 0, ctx->mma_tf32x3 != 0,
+    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma_bf16 != 0, ctx->staged_attention != 0,
+                                                     ctx->mma_tf32x3 != 0,
                                                      ctx->split_attention != 0, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_WINDOW_PARTITION:

@@ -72,6 +72,9 @@ typedef struct mvrt_gpu_op_ctx {
     int sm_count;           /* multiprocessors: sizes the split-K of small GEMMs */
     int mma_bf16;           /* NVIDIA sm_80+: the bf16 tensor-core attention kernel runs */
     int mma_tf32x3;         /* NVIDIA sm_80+: fp32 attention runs on 3xTF32 tensor cores */
+    /* NVIDIA sm_90 code: bf16 attention over at most 256 keys stages each
+     * head's K and V whole (ops/attention/attention_gpu.cuh) */
+    int staged_attention;
     /* NVIDIA sm_90+: fp32 GEMMs with fewer 64x64 output tiles than SMs run
      * as one cluster kernel (split-K summed in distributed shared memory)
      * with at most this many K slices; 0: never */

@@ -125,7 +125,11 @@ typedef struct mvrt_graph_options {
 typedef struct mvrt_graph mvrt_graph_t;
 
 /* Plans the model for these options and allocates its workspace (the only
- * allocation: running never allocates). */
+ * allocation: running never allocates). With math 2 (bf16) on a GPU
+ * backend whose GEMMs take bf16 weights (CUDA), it also keeps a bf16 copy
+ * of the model's weights (half their bytes), rounded here once instead
+ * of on every run; making it copies the weights through host memory in
+ * slices of 4 MiB and waits for the device. */
 MVRT_API mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t *options,
                                          mvrt_graph_t **out_graph);
 /* NULL is a no-op. Work queued with the graph completes first on GPUs. */
@@ -146,7 +150,8 @@ MVRT_API mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream
                                       const mvrt_tensor_t *input, const mvrt_tensor_t *output);
 
 typedef struct mvrt_graph_stats {
-    size_t workspace_bytes;   /* intermediates + op scratch */
+    size_t workspace_bytes;   /* intermediates + op scratch (+ the bf16 copy of the weights that
+                                 a bf16 graph on CUDA keeps: mvrt_graph_create) */
     size_t weight_bytes;      /* the model's device weights */
     int64_t nodes;            /* ops per run */
     int captured;             /* 1 once runs replay a captured CUDA/HIP graph */

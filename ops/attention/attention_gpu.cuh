@@ -297,11 +297,17 @@ static __device__ __forceinline__ void att_softmax_step(float (&sc)[NB][4], int6
                                                         float (&o)[DJ][4])
 {
     float mx0 = -INFINITY, mx1 = -INFINITY;
+    if (L - key0 < NB * 8) { /* the last tile: 32-bit compares of the keys left */
+        const int left = (int)(L - key0);
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) {
+            const int key = nb * 8 + 2 * c;
+            if (key >= left) sc[nb][0] = sc[nb][2] = -INFINITY;
+            if (key + 1 >= left) sc[nb][1] = sc[nb][3] = -INFINITY;
+        }
+    }
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) {
-        const int64_t key = key0 + nb * 8 + 2 * c;
-        if (key >= L) sc[nb][0] = sc[nb][2] = -INFINITY;
-        if (key + 1 >= L) sc[nb][1] = sc[nb][3] = -INFINITY;
         mx0 = fmaxf(mx0, fmaxf(sc[nb][0], sc[nb][1]));
         mx1 = fmaxf(mx1, fmaxf(sc[nb][2], sc[nb][3]));
     }
@@ -311,13 +317,13 @@ static __device__ __forceinline__ void att_softmax_step(float (&sc)[NB][4], int6
         mx1 = fmaxf(mx1, MVRT_SHFL_XOR(mx1, x, MVRT_WARP_SIZE));
     }
     const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-    const float corr0 = exp2f(m0 - n0), corr1 = exp2f(m1 - n1); /* 0 the first time (m = -inf) */
+    const float corr0 = mvrt_fast_exp2(m0 - n0), corr1 = mvrt_fast_exp2(m1 - n1); /* 0 the first time (m = -inf) */
     m0 = n0; m1 = n1;
     float s0 = 0.f, s1 = 0.f;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) {
-        sc[nb][0] = exp2f(sc[nb][0] - n0); sc[nb][1] = exp2f(sc[nb][1] - n0);
-        sc[nb][2] = exp2f(sc[nb][2] - n1); sc[nb][3] = exp2f(sc[nb][3] - n1);
+        sc[nb][0] = mvrt_fast_exp2(sc[nb][0] - n0); sc[nb][1] = mvrt_fast_exp2(sc[nb][1] - n0);
+        sc[nb][2] = mvrt_fast_exp2(sc[nb][2] - n1); sc[nb][3] = mvrt_fast_exp2(sc[nb][3] - n1);
         s0 += sc[nb][0] + sc[nb][1];
         s1 += sc[nb][2] + sc[nb][3];
     }
@@ -477,6 +483,163 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
     mvrt_gpu_arch_missing();
 #endif
 }
+
+/* ---- bf16 tensor cores, the whole sequence staged (NVIDIA sm_90 code) ----
+ * attention_mma_kernel stages 64 keys at a time through registers
+ * (load, convert, store, sync, compute): at MambaVision's windows (L 196,
+ * d 40) its blocks wait on each tile's loads with 3 blocks per SM (132
+ * registers) and ran at 45 TFLOP/s (T, batch 256, H100: 0.28 ms per
+ * call). Here one block takes 16 W queries of one (batch, head) and copies
+ * the whole of that head's K and V (L <= MVRT_ATT_ST_MAXL keys) into
+ * shared memory as fp32 with cp.async, all in flight at once and no
+ * registers held; the warps then run the same flash-attention loop as
+ * attention_mma_kernel over 64 keys at a time from shared memory, rounding
+ * K and V to bf16 as they build the mma fragments (the same roundings as
+ * that kernel).
+ * Q fragments come straight from global memory, pre-scaled. Scores past
+ * L are masked only in the last tile, with 32-bit compares, and exp2 is
+ * one MUFU instruction (mvrt_fast_exp2; exp2f adds a denormal fix-up, and
+ * a softmax weight below 2^-126 may flush to 0): instructions, not memory,
+ * bound these kernels (ncu: SM 49 %, memory 38 % of peak).
+ * Needs head_dim % 4 == 0 and 16-byte aligned rows (vec4). Row strides:
+ * K DP + 8 floats (8-byte fragment loads of a half-warp hit 16 distinct
+ * bank pairs), V DP + 4 (its 4-byte loads of a warp hit 32 banks). K's
+ * columns [d, DP) and the rows of K and V in [L, 16 ceil(L / 16)) are
+ * zeroed, as the products read them. */
+#define MVRT_ATT_ST_MAXL 256 /* longest sequence staged whole */
+#define MVRT_ATT_ST_MAXW 8   /* warps per block at most */
+static __host__ __device__ inline int64_t att_staged_rows(int64_t L) { return (L + 15) / 16 * 16; }
+template <int DP>
+static inline size_t att_staged_smem(int64_t L)
+{
+    return (size_t)att_staged_rows(L) * (size_t)((DP + 8) + (DP + 4)) * sizeof(float);
+}
+
+template <int DP>
+__global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged_kernel(mvrt_attention_params_t p)
+{
+#ifdef MVRT_ATT_MMA_DEVICE
+    constexpr int KS = DP + 8, VS = DP + 4, DJ_MAX = DP / 8;
+    extern __shared__ __align__(16) float att_st_smem[];
+    const int d = p.head_dim, C4 = d / 4, DJ = (d + 7) / 8;
+    const int64_t L = p.length, LR = att_staged_rows(L);
+    float *Ksm = att_st_smem, *Vsm = att_st_smem + LR * KS;
+    const int64_t C = (int64_t)p.heads * d, ld = 3 * C;
+    const int t = threadIdx.x, nthreads = blockDim.x, warp = t >> 5, lane = t & 31, g = lane >> 2, c = lane & 3;
+    const int h = blockIdx.y;
+    const int64_t r0 = (int64_t)blockIdx.x * (nthreads / 2) + warp * 16 + g; /* 16 W queries per block */
+    const bool warp_rows = (int64_t)blockIdx.x * (nthreads / 2) + warp * 16 < L;
+    const float qscale = p.scale * MVRT_ATT_LOG2E;
+
+    for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
+        const float *base = p.qkv + b * L * ld + (int64_t)h * d;
+        /* ---- K and V of this head -> shared memory, asynchronously */
+        for (int64_t idx = t; idx < L * C4; idx += nthreads) {
+            const int64_t r = idx / C4;
+            const int k4 = (int)(idx - r * C4);
+            const float *src = base + r * ld + 4 * k4;
+            const uint32_t sk = (uint32_t)__cvta_generic_to_shared(Ksm + r * KS + 4 * k4);
+            const uint32_t sv = (uint32_t)__cvta_generic_to_shared(Vsm + r * VS + 4 * k4);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sk), "l"(src + C) : "memory");
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sv), "l"(src + 2 * C) : "memory");
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+        /* zeros the products read where no copy writes (disjoint from them) */
+        for (int64_t idx = t; idx < LR * (DP - d); idx += nthreads) {
+            const int64_t r = idx / (DP - d);
+            Ksm[r * KS + d + (int)(idx - r * (DP - d))] = 0.f;
+        }
+        for (int64_t idx = t; idx < (LR - L) * d; idx += nthreads) {
+            const int64_t r = L + idx / d;
+            const int k = (int)(idx % d);
+            Ksm[r * KS + k] = 0.f;
+            Vsm[r * VS + k] = 0.f;
+        }
+        /* ---- Q: this lane's A fragments (rows r0, r0 + 8), scaled, from global */
+        uint32_t qa[DP / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < DP / 16; kk++) {
+#pragma unroll
+            for (int hi = 0; hi < 2; hi++) { /* columns 16 kk + 2 c (+ 8 for hi) */
+                const int k = kk * 16 + 2 * c + 8 * hi;
+                float2 a = make_float2(0.f, 0.f), a8 = make_float2(0.f, 0.f);
+                if (k < d) {
+                    if (r0 < L) a = *reinterpret_cast<const float2 *>(base + r0 * ld + k);
+                    if (r0 + 8 < L) a8 = *reinterpret_cast<const float2 *>(base + (r0 + 8) * ld + k);
+                }
+                qa[kk][2 * hi] = att_pack_bf16x2(a.x * qscale, a.y * qscale);
+                qa[kk][2 * hi + 1] = att_pack_bf16x2(a8.x * qscale, a8.y * qscale);
+            }
+        }
+        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads();
+
+        if (warp_rows) {
+            float o[DJ_MAX][4];
+#pragma unroll
+            for (int j = 0; j < DJ_MAX; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+            float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+            for (int64_t kt0 = 0; kt0 < L; kt0 += 64) {
+                /* ---- S = Q K^T for 16 queries x 64 keys (blocks of 8 keys past L skipped) */
+                float sc[8][4];
+#pragma unroll
+                for (int nb = 0; nb < 8; nb++) {
+                    sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.f;
+                    if (kt0 + nb * 8 >= L) continue;
+                    const float *kr = Ksm + (kt0 + nb * 8 + g) * KS + 2 * c;
+#pragma unroll
+                    for (int kk = 0; kk < DP / 16; kk++) {
+                        const float2 k0 = *reinterpret_cast<const float2 *>(kr + kk * 16);
+                        const float2 k1 = *reinterpret_cast<const float2 *>(kr + kk * 16 + 8);
+                        att_mma_bf16(sc[nb], qa[kk], att_pack_bf16x2(k0.x, k0.y), att_pack_bf16x2(k1.x, k1.y));
+                    }
+                }
+                att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
+                /* ---- O += P V over the chunks of 16 keys below L */
+#pragma unroll
+                for (int kc = 0; kc < 4; kc++) {
+                    if (kt0 + kc * 16 >= L) break;
+                    const uint32_t pa[4] = {att_pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]),
+                                            att_pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
+                                            att_pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                            att_pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                    const float *vr = Vsm + (kt0 + kc * 16 + 2 * c) * VS + g;
+#pragma unroll
+                    for (int j = 0; j < DJ_MAX; j++) {
+                        if (j >= DJ) break;
+                        const float *v = vr + j * 8;
+                        att_mma_bf16(o[j], pa, att_pack_bf16x2(v[0], v[VS]), att_pack_bf16x2(v[8 * VS], v[9 * VS]));
+                    }
+                }
+            }
+            att_store_rows(o, l0, l1, true, r0, c, d, L, C, p.out + b * L * C + (int64_t)h * d);
+        }
+        __syncthreads(); /* the next batch element restages K and V */
+    }
+#else
+    (void)p;
+    mvrt_gpu_arch_missing();
+#endif
+}
+
+#if defined(MVRT_GPU_CUDA)
+/* Queues attention_mma_staged_kernel<DP>, opting in to its shared memory
+ * first (a host-side attribute of the current device, allowed while a
+ * stream is captured). */
+template <int DP>
+static cudaError_t launch_attention_staged_dp(const mvrt_attention_params_t &p, cudaStream_t s)
+{
+    const cudaError_t opt_in =
+        mvrt_gpu_func_set_max_dyn_smem(attention_mma_staged_kernel<DP>, (int)att_staged_smem<DP>(MVRT_ATT_ST_MAXL));
+    if (opt_in != cudaSuccess) return opt_in;
+    const int64_t q16 = (p.length + 15) / 16;                                       /* 16-query groups */
+    const int64_t blocks = (q16 + MVRT_ATT_ST_MAXW - 1) / MVRT_ATT_ST_MAXW;          /* per (batch, head) */
+    const int warps = (int)((q16 + blocks - 1) / blocks);                            /* balanced */
+    const dim3 grid((unsigned)blocks, (unsigned)p.heads, (unsigned)(p.batch < 65535 ? p.batch : 65535));
+    attention_mma_staged_kernel<DP><<<grid, 32 * warps, att_staged_smem<DP>(p.length), s>>>(p);
+    return cudaGetLastError();
+}
+#endif
 
 /* ---- fp32 tensor-core path (MVRT_MATH_FP32 / FAST, NVIDIA sm_80+) ----
  * The same flash-attention structure as attention_mma_kernel (4 warps of 16
@@ -758,11 +921,18 @@ static cudaError_t launch_attention_split_dp(const mvrt_attention_params_t &p, i
 }
 #endif
 
-/* split_keys (NVIDIA sm_90+): fp32/fast attention grids of fewer than half
+/* The kernel for each case:
+ *   bf16 math, staged (NVIDIA sm_90 code), head_dim % 4 == 0, aligned
+ *     rows, L <= 256     -> attention_mma_staged_kernel (whole K, V in
+ *                           shared memory; MambaVision's windows)
+ *   bf16 math, sm_80+    -> attention_mma_kernel (64 keys per tile)
+ *   fp32 / fast, sm_80+  -> attention_tf32x3_kernel (key splits below)
+ *   else                 -> the SIMT kernels (head_dim <= 64) or direct.
+ * split_keys (NVIDIA sm_90+): fp32/fast attention grids of fewer than half
  * the SMs split the keys over clusters of 2 or 4 blocks (see
  * attention_tf32x3_kernel). */
 static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma_bf16,
-                                                bool mma_tf32x3, bool split_keys, mvrt_gpu_stream_t s)
+                                                bool staged, bool mma_tf32x3, bool split_keys, mvrt_gpu_stream_t s)
 {
     if (p.batch <= 0 || p.length <= 0 || p.heads <= 0 || p.head_dim <= 0) return MVRT_GPU_SUCCESS;
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
@@ -771,6 +941,16 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
         const unsigned bz = (unsigned)(p.batch < 65535 ? p.batch : 65535);
         /* float4 staging: head_dim, the row stride 3C and the pointer allow 16-byte loads */
         const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
+#if defined(MVRT_GPU_CUDA)
+        if (mma_bf16 && staged && p.math == MVRT_MATH_BF16 && vec4 && p.length <= MVRT_ATT_ST_MAXL) {
+            switch ((p.head_dim + 15) / 16) {
+            case 1: return launch_attention_staged_dp<16>(p, s);
+            case 2: return launch_attention_staged_dp<32>(p, s);
+            case 3: return launch_attention_staged_dp<48>(p, s);
+            default: return launch_attention_staged_dp<64>(p, s);
+            }
+        }
+#endif
         if (mma_bf16 && p.math == MVRT_MATH_BF16) {
             const dim3 grid((unsigned)((p.length + MVRT_ATT_MMA_TQ - 1) / MVRT_ATT_MMA_TQ), (unsigned)p.heads, bz);
             switch ((p.head_dim + 15) / 16) {

@@ -122,6 +122,12 @@ typedef struct mvrt_linear_params {
      * finished (a programmatic dependent launch); 0: B may be an earlier
      * op's output. The graph runner sets it for its weights. */
     int b_constant;
+    /* 1: B holds bf16 bits (uint16_t, ldb and batch_stride_b in elements),
+     * with math BF16 only: a bf16 graph's weights, rounded once when the
+     * graph is made instead of on every run. Backends without a bf16
+     * vendor GEMM (HIP) and the CPU (fp32 math from fp32 weights) decline
+     * it: op_scratch_size answers UNSUPPORTED. */
+    int b_bf16;
 } mvrt_linear_params_t;
 
 /* Depthwise conv1d along L with PyTorch's padding='same' (left pad

@@ -71,13 +71,13 @@ int main(int argc, char **argv)
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_LINEAR;
     p.u.linear = (mvrt_linear_params_t){1, T, 4 * C, C, x, C, 0, 0, w1, C, 0, 1, h, 4 * C, 0, b1, 0,
-                                        MVRT_ACT_GELU_ERF, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1};
+                                        MVRT_ACT_GELU_ERF, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
     const double f1 = 2.0 * T * 4 * C * C;
     bench("linear fc1 50176x1280x320 +bias+GELU fp32", &p, f1, 0);
     p.u.linear.math = MVRT_MATH_FAST;
     bench("linear fc1 50176x1280x320 +bias+GELU tf32", &p, f1, 0);
     p.u.linear = (mvrt_linear_params_t){1, T, C, 4 * C, h, 4 * C, 0, 0, w2, 4 * C, 0, 1, y, C, 0, b1, 0,
-                                        MVRT_ACT_NONE, 1.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1};
+                                        MVRT_ACT_NONE, 1.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
     bench("linear fc2 50176x320x1280 +bias beta1 fp32", &p, f1, 0);
 
     /* attention, stage 3 of T: qkv (B, 196, 960), 8 heads of 40 */

@@ -248,15 +248,25 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
                                 int y16, int bias, int act, int math, int64_t pad)
 {
     if (!selected(name)) return;
+    /* a16 bit 1 (B16): B (the weight) stored bf16 as well (b_bf16), taken
+     * only by a bf16 vendor GEMM: op_scratch_size must answer UNSUPPORTED
+     * elsewhere */
+    const int b16 = (a16 & 2) != 0;
+    a16 &= 1;
     const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + pad, sa = ra * lda + 2;
     const int64_t ldb = K + pad, sb = 0; /* a shared PyTorch weight (N, K) */
     const int64_t ldy = N + pad, sy = M * ldy + 6;
     buf_t A = buf_rand(batch * sa, -1.0, 1.0), B = buf_rand(N * ldb, -1.0, 1.0);
     for (int64_t i = 0; i < A.n; i++) A.h[i] = tu_bf16_to_f32(tu_f32_to_bf16(A.h[i]));
     buf_upload(&A);
+    if (b16) { /* the reference multiplies the weight as stored */
+        for (int64_t i = 0; i < B.n; i++) B.h[i] = tu_bf16_to_f32(tu_f32_to_bf16(B.h[i]));
+        buf_upload(&B);
+    }
     buf_t bv = {0, 0, 0};
     if (bias) bv = buf_rand(N, -1.0, 1.0);
-    buf16_t A16 = {0, 0, 0}, Y16 = {0, 0, 0};
+    buf16_t A16 = {0, 0, 0}, Y16 = {0, 0, 0}, B16 = {0, 0, 0};
+    if (b16) B16 = buf16_new(B.n, B.h);
     buf_t Y = {0, 0, 0};
     if (a16) A16 = buf16_new(A.n, A.h);
     if (y16) Y16 = buf16_new(batch * sy, NULL);
@@ -279,19 +289,35 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     pd.u.linear.Y = y16 ? (float *)Y16.d : (float *)Y.d;
     pd.u.linear.bias = bias ? bv.d : NULL;
     pd.u.linear.a_bf16 = a16; pd.u.linear.y_bf16 = y16;
+    const int bf16_gemm = math == MVRT_MATH_BF16 && strcmp(gemm_mode, "builtin") != 0;
+    if (b16) {
+        pd.u.linear.B = (const float *)B16.d;
+        pd.u.linear.b_bf16 = 1;
+        size_t bytes = 0;
+        const int taken = vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK;
+        if (taken != (bf16_gemm && K > 0) || !taken) {
+            ran++;
+            const int ok = taken == (bf16_gemm && K > 0);
+            printf("  %-40s [%s] b_bf16 %s%s\n", name, gemm_mode, taken ? "taken" : "declined", ok ? "" : ": FAIL");
+            if (!ok) fails++;
+            goto done;
+        }
+    }
     double *ref = ref_new(batch * sy);
     mvrt_ref_op_run(&ph, ref);
     run_dev(&pd);
     const double sk = sqrt((double)K);
-    const int bf16_gemm = math == MVRT_MATH_BF16 && strcmp(gemm_mode, "builtin") != 0;
     const double atol = bf16_gemm ? 6e-3 * sk : 2e-6 * sk + 1e-6;
     const double rtol = bf16_gemm ? 2e-2 : y16 ? 0x1.2p-8 : 1e-5;
     if (y16) check16(name, &Y16, ref, 0, atol, rtol);
     else check(name, &Y, ref, 0, atol, rtol);
-    free(ref); free(yh);
+    free(ref);
+done:
+    free(yh);
     buf_free(&A); buf_free(&B);
     if (bias) buf_free(&bv);
     if (a16) buf16_free(&A16);
+    if (b16) buf16_free(&B16);
     if (y16) buf16_free(&Y16);
     else buf_free(&Y);
 }
@@ -969,6 +995,10 @@ static int run_nhwc16_cases(void)
     case_window_nhwc16("window16_mv_14x14_ws14_c320_b3", 3, 320, 14, 14, 14);
     case_window_nhwc16("window16_pad_5x7_ws3_c24", 2, 24, 5, 7, 3);
     case_window_nhwc16("window16_7x7_ws7_c40", 2, 40, 7, 7, 7);
+    /* channels no multiple of 8 (MambaVision-L's 196; a padded odd grid):
+     * the one-channel kernel, the cases above the 8-channel one */
+    case_window_nhwc16("window16_L_14x14_ws14_c196", 2, 196, 14, 14, 14);
+    case_window_nhwc16("window16_pad_9x10_ws4_c12", 3, 12, 9, 10, 4);
     case_pool_nhwc16("pool16_mv_9x640x49", 9, 640, 49);
     case_pool_nhwc16("pool16_2x24x5", 2, 24, 5);
     return taken;
@@ -1049,7 +1079,7 @@ static void case_graph(void)
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,
-                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1};
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
     size_t bytes = 0;
     TU_CHECK(vt->op_scratch_size(dev, &c, &bytes));
     void *scratch = NULL;
@@ -1316,6 +1346,14 @@ static void run_gemm_cases(void)
     case_linear_storage("linear_s16_fc2_sm90_bias", 1, 4224, 640, 1280, 0, 1, 0, 1, NONE, BF16, 0);
     /* M, N and K that are no multiples of the tiles (TMA clips the edges) */
     case_linear_storage("linear_s16_fc1_sm90_ragged", 1, 4100, 1288, 328, 0, 1, 1, 1, GELU, BF16, 0);
+    /* bf16 weights (b_bf16, as a bf16 graph stores them): the fused sm_90a
+     * GEMM, cuBLAS at few rows (a padded ldb), a batched transposed A;
+     * declined with fp32 math and without a vendor GEMM */
+    case_linear_storage("linear_b16_fc1_sm90_gelu", 1, 4224, 1280, 320, 0, 3, 1, 1, GELU, BF16, 0);
+    case_linear_storage("linear_b16_fc2_sm90_bias", 1, 4224, 640, 1280, 0, 3, 0, 1, NONE, BF16, 0);
+    case_linear_storage("linear_b16_few_rows_pad", 1, 196, 320, 320, 0, 2, 0, 1, NONE, BF16, 5);
+    case_linear_storage("linear_b16_batch_ta_odd", 3, 37, 19, 45, 1, 3, 1, 1, SILU, BF16, 3);
+    case_linear_storage("linear_b16_fp32_math_declined", 1, 65, 40, 72, 0, 3, 1, 1, GELU, FP32, 0);
     case_linear_storage("linear_s16_batch_ta_pad_odd", 3, 37, 19, 45, 1, 1, 1, 1, SILU, BF16, 3);
     case_linear_storage("linear_s16_y16_only_odd", 2, 5, 7, 9, 0, 0, 1, 0, NONE, BF16, 1);
     case_linear_storage("linear_s16_fp32_math_a16_y16", 2, 65, 40, 72, 0, 1, 1, 1, GELU, FP32, 2);
@@ -1452,6 +1490,17 @@ int main(int argc, char **argv)
     case_attention_math("attention_bf16_L130_d64", 1, 130, 2, 64, 0, MVRT_MATH_BF16);
     case_attention_math("attention_bf16_L300_d32", 1, 300, 1, 32, 0, MVRT_MATH_BF16);
     case_attention_math("attention_bf16_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1, MVRT_MATH_BF16);
+    /* the staged kernel on sm_90 code (head_dim % 4 == 0, L <= 256):
+     * 1, 2 and 8 warps per block, the longest staged sequence and one key
+     * more (the tiled kernel), head_dim 4 / 20 (a half block of 8 output
+     * columns) / 64 (the most shared memory), MambaVision's stage-4 shape */
+    case_attention_math("attention_bf16_L1_d8", 2, 1, 3, 8, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L17_d4", 2, 17, 2, 4, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L256_d40", 2, 256, 3, 40, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L257_d40", 1, 257, 2, 40, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L256_d64", 1, 256, 2, 64, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_mv_L49_h16_d40_b5", 5, 49, 16, 40, 0, MVRT_MATH_BF16);
 
     /* window partition / reverse: exact */
     case_window("window_1x1", 1, 1, 1, 1, 1);
