@@ -1446,6 +1446,10 @@ int main(int argc, char **argv)
     case_layernorm("layernorm_7x80", 7, 80, 0, 0, 0);
     case_layernorm("layernorm_33x320_vec", 33, 320, 0, 0, 0);
     case_layernorm("layernorm_5x1568_vec", 5, 1568, 0, 0, 0);
+    /* 5, 6 and 8 float4 per lane (640 / 700 / 1024 channels) */
+    case_layernorm("layernorm_12x640_vec", 12, 640, 0, 0, 0);
+    case_layernorm("layernorm_9x700_vec", 9, 700, 0, 0, 0);
+    case_layernorm("layernorm_6x1024_vec", 6, 1024, 0, 0, 0);
     case_layernorm("layernorm_4x4100_scalar", 4, 4100, 0, 0, 0);
     case_layernorm("layernorm_17x96_ld100", 17, 96, 4, 8, 0);
     case_layernorm("layernorm_9x97_ld101", 9, 97, 4, 1, 0);
@@ -1455,6 +1459,7 @@ int main(int argc, char **argv)
     /* bf16 output (y_bf16): atol 2e-5, rtol 1.125 * 2^-8; vector (cols % 4 == 0,
      * 8-byte aligned rows) and scalar paths */
     case_layernorm_bf16("layernorm_bf16_33x320_vec", 33, 320, 0, 0);
+    case_layernorm_bf16("layernorm_bf16_12x640_vec", 12, 640, 0, 0);
     case_layernorm_bf16("layernorm_bf16_9x97_ld101", 9, 97, 4, 4);
     case_layernorm_bf16("layernorm_bf16_7x96_ld98_scalar", 7, 96, 0, 2);
     case_layernorm_bf16("layernorm_bf16_mv_50176x320", 50176, 320, 0, 0);
