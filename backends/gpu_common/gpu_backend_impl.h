@@ -415,11 +415,14 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
         /* the paths dispatch takes on this device with the loaded code */
         const size_t used = strlen(info.features);
         snprintf(info.features + used, sizeof info.features - used,
-                 " code=sm_%d tensor-cores=%s clusters=%s dependent-launch=%s fp32-gemm=%s conv=%s", d->code_arch,
-                 d->opctx.mma_bf16 ? (d->opctx.mma_tf32x3 ? "bf16,tf32" : "bf16") : "none",
+                 " code=sm_%d tensor-cores=%s clusters=%s dependent-launch=%s fp32-gemm=%s conv=%s"
+                 " bf16-attention=%s bf16-weights=%s",
+                 d->code_arch, d->opctx.mma_bf16 ? (d->opctx.mma_tf32x3 ? "bf16,tf32" : "bf16") : "none",
                  d->opctx.cluster_gemm > 0 ? "yes" : "no", d->opctx.dependent_launch ? "yes" : "no",
                  d->opctx.blas ? (mvrt_cuda_blas_uses_3xtf32(d->opctx.blas) ? "3xtf32" : "cublas") : "builtin",
-                 d->opctx.conv ? "implicit" : "im2col");
+                 d->opctx.conv ? "implicit" : "im2col",
+                 d->opctx.staged_attention ? "staged" : d->opctx.mma_bf16 ? "tiled" : "simt",
+                 d->opctx.gemm ? "once" : "fp32");
     }
 #endif
     *out = info;
