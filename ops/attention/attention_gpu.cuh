@@ -982,6 +982,8 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
                 if (e != cudaErrorInvalidClusterSize) return e;
                 (void)cudaGetLastError();
             }
+#else
+            (void)R; /* no clusters on HIP (mma_tf32x3 is 0 there) */
 #endif
             const dim3 grid((unsigned)tf_qtiles, (unsigned)p.heads, bz);
             switch ((p.head_dim + 7) / 8) {
