@@ -94,6 +94,7 @@ size_t mvrt_dtype_size(mvrt_dtype_t dtype)
         return 2;
     case MVRT_DTYPE_F64:
     case MVRT_DTYPE_I64:
+    case MVRT_DTYPE_C64:
         return 8;
     case MVRT_DTYPE_U8:
         return 1;
@@ -120,6 +121,8 @@ const char *mvrt_dtype_name(mvrt_dtype_t dtype)
         return "i64";
     case MVRT_DTYPE_U8:
         return "u8";
+    case MVRT_DTYPE_C64:
+        return "c64";
     case MVRT_DTYPE_INVALID:
         break;
     }

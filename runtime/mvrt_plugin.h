@@ -23,10 +23,12 @@ extern "C" {
 
 /* 2: op_scratch_size/op_run added (MambaVision ops). 3: the 16-bit NHWC
  * map fields of the conv2d, window and pool parameters (a plugin built
- * before them would read such maps as NCHW floats: refused instead). The
- * entry symbol keeps its name; the runtime passes its ABI version and
- * checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 3u
+ * before them would read such maps as NCHW floats: refused instead). 4: a
+ * linear's bf16 weights (b_bf16) and the scan's complex A (complex_a),
+ * which an older plugin would read as floats or real A. The entry symbol
+ * keeps its name; the runtime passes its ABI version and checks the
+ * vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 4u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

@@ -426,6 +426,7 @@ static mvrt_dtype_t st_dtype_from_name(const char *s)
     if (strcmp(s, "I32") == 0) return MVRT_DTYPE_I32;
     if (strcmp(s, "I64") == 0) return MVRT_DTYPE_I64;
     if (strcmp(s, "U8") == 0) return MVRT_DTYPE_U8;
+    if (strcmp(s, "C64") == 0) return MVRT_DTYPE_C64;
     return MVRT_DTYPE_INVALID;
 }
 
@@ -434,7 +435,7 @@ static size_t st_elem_size(mvrt_dtype_t t)
     switch (t) {
     case MVRT_DTYPE_F32: case MVRT_DTYPE_I32: return 4;
     case MVRT_DTYPE_F16: case MVRT_DTYPE_BF16: return 2;
-    case MVRT_DTYPE_F64: case MVRT_DTYPE_I64: return 8;
+    case MVRT_DTYPE_F64: case MVRT_DTYPE_I64: case MVRT_DTYPE_C64: return 8;
     case MVRT_DTYPE_U8: return 1;
     default: return 0;
     }
@@ -450,6 +451,7 @@ static const char *st_dtype_label(mvrt_dtype_t t)
     case MVRT_DTYPE_I32: return "i32";
     case MVRT_DTYPE_I64: return "i64";
     case MVRT_DTYPE_U8: return "u8";
+    case MVRT_DTYPE_C64: return "c64";
     default: return "invalid";
     }
 }

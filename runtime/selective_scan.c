@@ -28,6 +28,7 @@
 typedef struct scan_dims {
     int64_t batch, dim, seqlen, dstate, groups;
     const char *groups_from;
+    int complex_a;                  /* A is c64: see include/mvrt/selective_scan.h */
 } scan_dims_t;
 
 typedef struct check_ctx {
@@ -184,21 +185,26 @@ static mvrt_status_t check_bc_like(const check_ctx_t *c, const scan_dims_t *d, c
                                    const mvrt_tensor_t *t, int rank, mvrt_dtype_t input_dtype,
                                    int is_output)
 {
+    const int cx = d->complex_a;
     if (rank == 2) {
         dim_rule_t r[2] = {{d->dim, "channels", "args->u"}, {d->dstate, "states", "args->A"}};
-        return check_tensor(c, name, t, 2, "(Dm, N)", MVRT_DTYPE_F32, r, is_output);
+        return check_tensor(c, name, t, 2, cx ? "(Dm, N) c64, as complex A" : "(Dm, N)",
+                            cx ? MVRT_DTYPE_C64 : MVRT_DTYPE_F32, r, is_output);
     }
+    /* with complex A, variable B / C hold (re, im) of step l at 2l, 2l + 1 */
+    const int64_t steps = cx ? 2 * d->seqlen : d->seqlen;
+    const char *steps_label = cx ? "2 x length (complex A)" : "length";
     if (rank == 3) {
         dim_rule_t r[3] = {{d->batch, "batch", "args->u"},
                            {d->dstate, "states", "args->A"},
-                           {d->seqlen, "length", "args->u"}};
-        return check_tensor(c, name, t, 3, "(Bt, N, L)", input_dtype, r, is_output);
+                           {steps, steps_label, "args->u"}};
+        return check_tensor(c, name, t, 3, cx ? "(Bt, N, 2L)" : "(Bt, N, L)", input_dtype, r, is_output);
     }
     dim_rule_t r[4] = {{d->batch, "batch", "args->u"},
                        {d->groups, "groups", d->groups_from},
                        {d->dstate, "states", "args->A"},
-                       {d->seqlen, "length", "args->u"}};
-    return check_tensor(c, name, t, 4, "(Bt, G, N, L)", input_dtype, r, is_output);
+                       {steps, steps_label, "args->u"}};
+    return check_tensor(c, name, t, 4, cx ? "(Bt, G, N, 2L)" : "(Bt, G, N, L)", input_dtype, r, is_output);
 }
 
 /* Groups of a variable B/C input (rank 3: 1; rank 4: shape[1]), after the
@@ -271,6 +277,11 @@ static mvrt_status_t validate_args(check_ctx_t *c, const mvrt_selective_scan_arg
     if (A->rank != 2)
         return mvrt_error_set(INVALID, "%s: args->A has rank %d; expected 2 (Dm, N)", c->fn,
                               (int)A->rank);
+    d->complex_a = A->dtype == MVRT_DTYPE_C64;
+    if (d->complex_a && in != MVRT_DTYPE_F32)
+        return mvrt_error_set(MVRT_ERR_UNSUPPORTED,
+                              "%s: complex A (args->A is c64) runs with f32 inputs only; args->u is %s",
+                              c->fn, mvrt_dtype_name(in));
     if (A->shape[1] < 1 || A->shape[1] > MVRT_SCAN_MAX_DSTATE)
         return mvrt_error_set(INVALID,
                               "%s: args->A has %lld states (shape[1]); expected 1..%d "
@@ -279,7 +290,9 @@ static mvrt_status_t validate_args(check_ctx_t *c, const mvrt_selective_scan_arg
     d->dstate = A->shape[1];
     {
         dim_rule_t r[2] = {{d->dim, "channels", "args->u"}, {d->dstate, "states", "args->A"}};
-        if ((st = check_tensor(c, "args->A", A, 2, "(Dm, N)", MVRT_DTYPE_F32, r, 0)) != MVRT_OK)
+        if ((st = check_tensor(c, "args->A", A, 2, "(Dm, N) f32 or c64", d->complex_a ? MVRT_DTYPE_C64
+                                                                                       : MVRT_DTYPE_F32,
+                               r, 0)) != MVRT_OK)
             return st;
     }
 
@@ -358,6 +371,7 @@ static void fill_args(mvrt_scan_params_t *p, const mvrt_selective_scan_args_t *a
     p->b_variable = a->B.rank != 2;
     p->c_variable = a->C.rank != 2;
     p->delta_softplus = a->delta_softplus;
+    p->complex_a = d->complex_a;
     p->u = operand(&a->u);
     p->delta = operand(&a->delta);
     p->A = operand(&a->A);
@@ -398,8 +412,9 @@ mvrt_status_t mvrt_selective_scan_fwd(mvrt_stream_t *stream, const mvrt_selectiv
         dim_rule_t r[3] = {{d.batch, "batch", "args->u"},
                            {d.dim, "channels", "args->u"},
                            {d.dstate, "states", "args->A"}};
-        if ((st = check_tensor(&c, "outputs->last_state", &outputs->last_state, 3, "(Bt, Dm, N)",
-                               MVRT_DTYPE_F32, r, 1)) != MVRT_OK)
+        if ((st = check_tensor(&c, "outputs->last_state", &outputs->last_state, 3,
+                               d.complex_a ? "(Bt, Dm, N) c64, as complex A" : "(Bt, Dm, N)",
+                               d.complex_a ? MVRT_DTYPE_C64 : MVRT_DTYPE_F32, r, 1)) != MVRT_OK)
             return st;
     }
     mvrt_backend_t *be = c.backend;
@@ -430,8 +445,8 @@ static mvrt_status_t validate_grads(const check_ctx_t *c, const mvrt_selective_s
         return st;
     {
         dim_rule_t r[2] = {{d->dim, "channels", "args->u"}, {d->dstate, "states", "args->A"}};
-        if ((st = check_tensor(c, "grads->dA", &g->dA, 2, "(Dm, N) like args->A", MVRT_DTYPE_F32,
-                               r, 1)) != MVRT_OK)
+        if ((st = check_tensor(c, "grads->dA", &g->dA, 2, "(Dm, N) like args->A",
+                               d->complex_a ? MVRT_DTYPE_C64 : MVRT_DTYPE_F32, r, 1)) != MVRT_OK)
             return st;
     }
     if ((st = check_bc_like(c, d, "grads->dB", &g->dB, a->B.rank, in, 1)) != MVRT_OK)

@@ -228,7 +228,7 @@ int mvrt_gs_parse_config(const char *json, mvrt_gs_config_t *cfg, char *err, siz
 {
     int64_t ints[5];
     int bools[6];
-    int have_i[5] = {0}, have_b[6] = {0};
+    int have_i[5] = {0}, have_b[6] = {0}, is_complex = 0;
     gs_json_t j = {json};
     gj_ws(&j);
     if (*j.p != '{')
@@ -254,7 +254,16 @@ int mvrt_gs_parse_config(const char *json, mvrt_gs_config_t *cfg, char *err, siz
             for (int i = 0; i < 6; i++)
                 if (strcmp(key, gs_bool_keys[i]) == 0)
                     kb = i;
-            if (ki >= 0) {
+            if (strcmp(key, "complex") == 0) {
+                if (strncmp(j.p, "true", 4) == 0) {
+                    is_complex = 1;
+                    j.p += 4;
+                } else if (strncmp(j.p, "false", 5) == 0) {
+                    j.p += 5;
+                } else {
+                    return gs_err(err, errlen, "case config: 'complex' must be true or false");
+                }
+            } else if (ki >= 0) {
                 char *end = NULL;
                 errno = 0;
                 long long v = strtoll(j.p, &end, 10);
@@ -310,6 +319,7 @@ int mvrt_gs_parse_config(const char *json, mvrt_gs_config_t *cfg, char *err, siz
     c.groups = ints[4];
     c.variable_B = bools[0]; c.variable_C = bools[1]; c.has_D = bools[2]; c.has_z = bools[3];
     c.has_delta_bias = bools[4]; c.delta_softplus = bools[5];
+    c.is_complex = is_complex;
     if (c.dim % c.groups != 0)
         return gs_err(err, errlen, "case config: dim %lld is not divisible by groups %lld",
                       (long long)c.dim, (long long)c.groups);
@@ -326,11 +336,12 @@ int mvrt_gs_parse_config(const char *json, mvrt_gs_config_t *cfg, char *err, siz
 
 void mvrt_gs_config_text(const mvrt_gs_config_t *c, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "(%lld,%lld,%lld) N=%lld G=%lld B:%s C:%s%s%s%s%s",
+    snprintf(buf, cap, "(%lld,%lld,%lld) N=%lld G=%lld B:%s C:%s%s%s%s%s%s",
              (long long)c->batch, (long long)c->dim, (long long)c->seqlen,
              (long long)c->dstate, (long long)c->groups, c->variable_B ? "var" : "const",
              c->variable_C ? "var" : "const", c->has_D ? " D" : "", c->has_z ? " z" : "",
-             c->has_delta_bias ? " bias" : "", c->delta_softplus ? " softplus" : "");
+             c->has_delta_bias ? " bias" : "", c->delta_softplus ? " softplus" : "",
+             c->is_complex ? " complex-A" : "");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -363,16 +374,30 @@ int mvrt_gs_output_present(const mvrt_gs_config_t *c, int i)
 
 static int gs_bc_shape(const mvrt_gs_config_t *c, int variable, int bc_rank, int64_t *s)
 {
+    const int64_t steps = c->is_complex ? 2 * c->seqlen : c->seqlen;
     if (!variable) {
-        s[0] = c->dim; s[1] = c->dstate;
-        return 2;
+        s[0] = c->dim; s[1] = c->dstate; s[2] = 2;
+        return c->is_complex ? 3 : 2;
     }
     if (bc_rank == 3) {
-        s[0] = c->batch; s[1] = c->dstate; s[2] = c->seqlen;
+        s[0] = c->batch; s[1] = c->dstate; s[2] = steps;
         return 3;
     }
-    s[0] = c->batch; s[1] = c->groups; s[2] = c->dstate; s[3] = c->seqlen;
+    s[0] = c->batch; s[1] = c->groups; s[2] = c->dstate; s[3] = steps;
     return 4;
+}
+
+/* Whether input / output i is complex (a trailing (re, im) axis in the
+ * file, c64 in the run). */
+static int gs_input_c64(const mvrt_gs_config_t *c, int i)
+{
+    return c->is_complex && (i == MVRT_GS_A || (i == MVRT_GS_B && !c->variable_B) ||
+                             (i == MVRT_GS_C && !c->variable_C));
+}
+static int gs_output_c64(const mvrt_gs_config_t *c, int i)
+{
+    return c->is_complex && (i == MVRT_GS_LAST_STATE || i == MVRT_GS_DA || (i == MVRT_GS_DB && !c->variable_B) ||
+                             (i == MVRT_GS_DC && !c->variable_C));
 }
 
 static int gs_bdl_shape(const mvrt_gs_config_t *c, int64_t *s)
@@ -384,7 +409,7 @@ static int gs_bdl_shape(const mvrt_gs_config_t *c, int64_t *s)
 int mvrt_gs_input_shape(const mvrt_gs_config_t *c, int i, int bc_rank, int64_t *s)
 {
     switch (i) {
-    case MVRT_GS_A: s[0] = c->dim; s[1] = c->dstate; return 2;
+    case MVRT_GS_A: s[0] = c->dim; s[1] = c->dstate; s[2] = 2; return c->is_complex ? 3 : 2;
     case MVRT_GS_B: return gs_bc_shape(c, c->variable_B, bc_rank, s);
     case MVRT_GS_C: return gs_bc_shape(c, c->variable_C, bc_rank, s);
     case MVRT_GS_D: case MVRT_GS_DELTA_BIAS: s[0] = c->dim; return 1;
@@ -395,8 +420,10 @@ int mvrt_gs_input_shape(const mvrt_gs_config_t *c, int i, int bc_rank, int64_t *
 int mvrt_gs_output_shape(const mvrt_gs_config_t *c, int i, int bc_rank, int64_t *s)
 {
     switch (i) {
-    case MVRT_GS_LAST_STATE: s[0] = c->batch; s[1] = c->dim; s[2] = c->dstate; return 3;
-    case MVRT_GS_DA: s[0] = c->dim; s[1] = c->dstate; return 2;
+    case MVRT_GS_LAST_STATE:
+        s[0] = c->batch; s[1] = c->dim; s[2] = c->dstate; s[3] = 2;
+        return c->is_complex ? 4 : 3;
+    case MVRT_GS_DA: s[0] = c->dim; s[1] = c->dstate; s[2] = 2; return c->is_complex ? 3 : 2;
     case MVRT_GS_DB: return gs_bc_shape(c, c->variable_B, bc_rank, s);
     case MVRT_GS_DC: return gs_bc_shape(c, c->variable_C, bc_rank, s);
     case MVRT_GS_DD: case MVRT_GS_DDELTA_BIAS: s[0] = c->dim; return 1;
@@ -544,6 +571,7 @@ int mvrt_gs_load_case(const mvrt_safetensors_t *f, int index, mvrt_gs_case_t *c,
 /* Running                                                                  */
 
 typedef struct gs_dev_tensor {
+    int c64; /* stored f32 with a trailing (re, im) axis; passed to mvrt as c64 */
     int rank;
     int64_t shape[4], stride[4];
     int64_t offset;      /* elements */
@@ -602,11 +630,12 @@ static mvrt_tensor_t gs_api_tensor(const gs_dev_tensor_t *t)
     memset(&x, 0, sizeof x);
     x.buffer = t->buf;
     x.offset = (uint64_t)t->offset * gs_esize(t->dtype);
-    x.dtype = t->dtype;
-    x.rank = t->rank;
-    for (int k = 0; k < t->rank; k++) {
+    x.dtype = t->c64 ? MVRT_DTYPE_C64 : t->dtype;
+    x.rank = t->c64 ? t->rank - 1 : t->rank;
+    for (int k = 0; k < x.rank; k++) {
+        /* c64: the pairs are dense (layout 0), so every other stride is even */
         x.shape[k] = t->shape[k];
-        x.strides[k] = t->stride[k];
+        x.strides[k] = t->c64 ? t->stride[k] / 2 : t->stride[k];
     }
     return x;
 }
@@ -721,6 +750,8 @@ int mvrt_gs_run(mvrt_backend_t *be, const mvrt_gs_case_t *c, const mvrt_gs_run_o
     if (opt->dtype != MVRT_DTYPE_F32 && opt->dtype != MVRT_DTYPE_F16 &&
         opt->dtype != MVRT_DTYPE_BF16)
         return gs_err(err, errlen, "run dtype must be f32, f16 or bf16");
+    if (cfg->is_complex && opt->dtype != MVRT_DTYPE_F32)
+        return gs_err(err, errlen, "complex A runs with f32 inputs only (not %s)", mvrt_dtype_name(opt->dtype));
 
     if (opt->num_threads > 0 &&
         (st = mvrt_backend_set_num_threads(be, opt->num_threads)) != MVRT_OK)
@@ -732,7 +763,9 @@ int mvrt_gs_run(mvrt_backend_t *be, const mvrt_gs_case_t *c, const mvrt_gs_run_o
         if (!c->in[i] || !mvrt_gs_input_present(cfg, i))
             continue;
         int r = mvrt_gs_input_shape(cfg, i, i == MVRT_GS_C ? c->c_rank : c->b_rank, shape);
-        gs_make_layout(&in[i], r, shape, gs_input_dtype(cfg, i, opt->dtype), opt->layout);
+        const int c64 = gs_input_c64(cfg, i);
+        gs_make_layout(&in[i], r, shape, gs_input_dtype(cfg, i, opt->dtype), c64 ? 0 : opt->layout);
+        in[i].c64 = c64;
         rc = gs_upload(be, s, &in[i], c->in[i], err, errlen);
     }
     for (int i = 0; i < MVRT_GS_NUM_OUTPUTS && rc == 0; i++) {
@@ -743,7 +776,9 @@ int mvrt_gs_run(mvrt_backend_t *be, const mvrt_gs_case_t *c, const mvrt_gs_run_o
         if (i >= MVRT_GS_DU && !backward)
             continue;
         int r = mvrt_gs_output_shape(cfg, i, i == MVRT_GS_DC ? c->c_rank : c->b_rank, shape);
-        gs_make_layout(&out[i], r, shape, gs_output_dtype(cfg, i, opt->dtype), opt->layout);
+        const int c64 = gs_output_c64(cfg, i);
+        gs_make_layout(&out[i], r, shape, gs_output_dtype(cfg, i, opt->dtype), c64 ? 0 : opt->layout);
+        out[i].c64 = c64;
         rc = gs_upload(be, s, &out[i], NULL, err, errlen);
     }
     if (rc == 0 && (st = mvrt_stream_synchronize(s)) != MVRT_OK)
@@ -998,6 +1033,8 @@ int mvrt_gs_reference(const mvrt_gs_case_t *c, mvrt_dtype_t dtype,
     int rc = 0;
     for (int i = 0; i < MVRT_GS_NUM_OUTPUTS; i++)
         res[i] = NULL;
+    if (g->is_complex)
+        return gs_err(err, errlen, "the float64 reference has no complex A (run complex cases with f32 inputs)");
     for (int i = 0; i < MVRT_GS_NUM_INPUTS && rc == 0; i++) {
         if (!c->in[i])
             continue;

@@ -31,6 +31,11 @@ void mvrt_gs_round_array(double *x, int64_t n, mvrt_dtype_t dtype);
 typedef struct mvrt_gs_config {
     int64_t batch, dim, seqlen, dstate, groups;
     int variable_B, variable_C, has_D, has_z, has_delta_bias, delta_softplus;
+    /* optional key "complex" (default false): complex A. Complex tensors
+     * (A, constant B / C, last_state, dA, constant dB / dC) are stored with
+     * a trailing axis of 2 (re, im) and run as c64; variable B / C have 2L
+     * steps ((re, im) of step l at 2l, 2l + 1). f32 runs only. */
+    int is_complex;
 } mvrt_gs_config_t;
 
 /* Parses the case JSON of a golden file (keys as in golden/README.md;

@@ -60,7 +60,10 @@ typedef enum mvrt_dtype {
     MVRT_DTYPE_F64 = 4,
     MVRT_DTYPE_I32 = 5,
     MVRT_DTYPE_I64 = 6,
-    MVRT_DTYPE_U8 = 7
+    MVRT_DTYPE_U8 = 7,
+    /* complex64: (re, im) as two f32, 8 bytes; the selective scan's
+     * complex A, constant B / C, last_state and their gradients */
+    MVRT_DTYPE_C64 = 8
 } mvrt_dtype_t;
 
 /* Size in bytes of one element; 0 for an invalid dtype. */

@@ -13,6 +13,14 @@
  *   z                 (Bt, Dm, L)       input dtype, optional
  *   out               (Bt, Dm, L)       input dtype
  *   last_state        (Bt, Dm, N)       f32, optional output: the true h_{L-1}
+ * Complex A (mamba_ssm's selective_scan_ref with a complex A): A of dtype
+ * MVRT_DTYPE_C64 (Dm, N); constant B / C are then c64 (Dm, N), variable
+ * B / C real in the input dtype with 2L steps, (Bt, N, 2L) or
+ * (Bt, G, N, 2L), (re, im) of step l at 2l and 2l + 1; the state is
+ * complex, y = 2 Re(sum_n x_t C_t) before D, z; last_state (Bt, Dm, N),
+ * dA and constant dB / dC are c64, gradients of complex tensors being
+ * dL/dre + i dL/dim. f32 inputs only (MVRT_ERR_UNSUPPORTED otherwise);
+ * the CPU backend runs it, CUDA and HIP answer MVRT_ERR_UNSUPPORTED.
  * Any strides >= 0 are accepted; unit stride along L is the fast path.
  * Optional tensors are absent when their .buffer is NULL. All tensors must
  * belong to the backend of `stream` (or to one backend when stream is NULL).

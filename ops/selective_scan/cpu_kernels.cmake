@@ -2,7 +2,8 @@
 # scan_cpu_impl.h is compiled once per instruction set, each file with its
 # own -m flags; scan_cpu.c picks one at run time (__builtin_cpu_supports).
 set(_mvrt_scan_dir ${CMAKE_CURRENT_SOURCE_DIR})
-set(_mvrt_scan_cpu_sources ${_mvrt_scan_dir}/scan_cpu.c ${_mvrt_scan_dir}/scan_cpu_generic.c)
+set(_mvrt_scan_cpu_sources ${_mvrt_scan_dir}/scan_cpu.c ${_mvrt_scan_dir}/scan_cpu_generic.c
+                            ${_mvrt_scan_dir}/scan_cpu_complex.c)
 set(_mvrt_scan_x86 OFF)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|i.86|x86)$")
   set(_mvrt_scan_x86 ON)

@@ -6,6 +6,7 @@
 #endif
 
 #include "scan_cpu.h"
+#include "scan_cpu_complex.h"
 #include "scan_cpu_internal.h"
 
 typedef struct mvrt_cpu_scan_isa {
@@ -92,13 +93,18 @@ int mvrt_cpu_scan_force_isa(const char *isa)
 
 void mvrt_cpu_scan_fwd(const mvrt_scan_params_t *p, int num_threads)
 {
-    mvrt_cpu_scan_get()->fwd(p, num_threads);
+    if (p->complex_a)
+        mvrt_cpu_scan_fwd_complex(p);
+    else
+        mvrt_cpu_scan_get()->fwd(p, num_threads);
 }
 
 /* The largest need of any built ISA, so that a size queried before
  * mvrt_cpu_scan_force_isa stays valid after it. */
 size_t mvrt_cpu_scan_bwd_workspace_size(const mvrt_scan_params_t *p, int num_threads)
 {
+    if (p->complex_a)
+        return mvrt_cpu_scan_bwd_ws_complex(p);
     size_t best = 0;
     for (size_t i = 0; i < MVRT_CPU_SCAN_NISA; i++) {
         size_t s = mvrt_cpu_scan_isas[i].ws(p, num_threads);
@@ -109,5 +115,8 @@ size_t mvrt_cpu_scan_bwd_workspace_size(const mvrt_scan_params_t *p, int num_thr
 
 void mvrt_cpu_scan_bwd(const mvrt_scan_params_t *p, int num_threads)
 {
-    mvrt_cpu_scan_get()->bwd(p, num_threads);
+    if (p->complex_a)
+        mvrt_cpu_scan_bwd_complex(p);
+    else
+        mvrt_cpu_scan_get()->bwd(p, num_threads);
 }

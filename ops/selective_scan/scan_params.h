@@ -33,6 +33,13 @@ typedef struct mvrt_scan_params {
     int input_dtype;             /* dtype of u, delta, z, out, variable B/C */
     int b_variable, c_variable;  /* 0: constant (Dm, N) f32 */
     int delta_softplus;
+    /* 1: complex A (mamba_ssm's selective_scan_ref with a complex A): A,
+     * constant B / C, last_state, dA and constant dB / dC are complex64
+     * ((re, im) f32 pairs; strides count pairs); variable B / C and their
+     * gradients are real in the input dtype with 2L steps, step l's value
+     * being (re, im) at steps 2l, 2l + 1; y = 2 Re(sum_n x C). Backends
+     * that do not run it answer MVRT_ERR_UNSUPPORTED. */
+    int complex_a;
 
     /* forward inputs */
     mvrt_scan_operand_t u, delta, A, B, C, D, z, delta_bias;

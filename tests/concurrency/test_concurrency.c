@@ -388,7 +388,7 @@ static int prepare(int k)
     memset(gs, 0, sizeof *gs);
     gs->cfg = (mvrt_gs_config_t){c->batch, c->dim, c->seqlen, c->dstate, c->groups,
                                  c->var_b, c->var_c, c->has_d, c->has_z, c->has_bias,
-                                 c->softplus};
+                                 c->softplus, 0};
     gs->b_rank = gs->c_rank = c->bc_rank;
     uint64_t seed = 0x9E3779B97F4A7C15ull * (uint64_t)(k + 1);
     for (int i = 0; i < MVRT_GS_NUM_INPUTS; i++) {

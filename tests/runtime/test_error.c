@@ -169,7 +169,7 @@ static void test_dtypes(void)
     } table[] = {
         {MVRT_DTYPE_F32, 4, "f32"}, {MVRT_DTYPE_F16, 2, "f16"}, {MVRT_DTYPE_BF16, 2, "bf16"},
         {MVRT_DTYPE_F64, 8, "f64"}, {MVRT_DTYPE_I32, 4, "i32"}, {MVRT_DTYPE_I64, 8, "i64"},
-        {MVRT_DTYPE_U8, 1, "u8"},   {MVRT_DTYPE_INVALID, 0, "invalid"},
+        {MVRT_DTYPE_U8, 1, "u8"},   {MVRT_DTYPE_C64, 8, "c64"}, {MVRT_DTYPE_INVALID, 0, "invalid"},
         {(mvrt_dtype_t)99, 0, "invalid"}, {(mvrt_dtype_t)-1, 0, "invalid"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {

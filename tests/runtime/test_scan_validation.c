@@ -14,7 +14,7 @@
 
 #define INVALID MVRT_ERR_INVALID_ARGUMENT
 #define SENTINEL 0xA5
-#define MAX_BUFS 96
+#define MAX_BUFS 160
 
 /* Sizes of the fixtures. Deliberately not multiples of anything. */
 enum { BT = 2, DM = 8, L = 5, N = 4, G = 2 };
@@ -604,6 +604,69 @@ static void test_workspace(void)
     free(raw);
 }
 
+/* Complex A (A of dtype c64): constant B / C, last_state, dA and constant
+ * dB / dC are c64, variable B / C have 2L steps, inputs are f32; each rule
+ * broken once, and the valid fixture accepted forward and backward. */
+static void test_complex_a(void)
+{
+    const mvrt_dtype_t C64 = MVRT_DTYPE_C64;
+    mvrt_selective_scan_args_t a, c;
+    memset(&c, 0, sizeof c);
+    c.u = T3(F32, BT, DM, L);
+    c.delta = T3(F32, BT, DM, L);
+    c.A = T2(C64, DM, N);
+    c.B = T3(F32, BT, N, 2 * L);
+    c.C = T2(C64, DM, N);
+    c.D = T1(F32, DM);
+    c.delta_softplus = 1;
+    mvrt_selective_scan_outputs_t o;
+    memset(&o, 0, sizeof o);
+    o.out = T3(F32, BT, DM, L);
+    o.last_state = T3(C64, BT, DM, N);
+    mvrt_selective_scan_grads_t g;
+    memset(&g, 0, sizeof g);
+    g.dout = T3(F32, BT, DM, L);
+    g.du = T3(F32, BT, DM, L);
+    g.ddelta = T3(F32, BT, DM, L);
+    g.dA = T2(C64, DM, N);
+    g.dB = T3(F32, BT, N, 2 * L);
+    g.dC = T2(C64, DM, N);
+    g.dD = T1(F32, DM);
+
+    a = c;
+    a.u = T3(F16, BT, DM, L);
+    a.delta = T3(F16, BT, DM, L);
+    a.B = T3(F16, BT, N, 2 * L);
+    EXPECT_FAIL(mvrt_selective_scan_fwd(NULL, &a, &o), MVRT_ERR_UNSUPPORTED, "complex A", "f32 inputs only");
+    a = c;
+    a.B = T3(F32, BT, N, L);
+    EXPECT_FAIL(mvrt_selective_scan_fwd(NULL, &a, &o), INVALID, "args->B", "2 x length");
+    a = c;
+    a.C = T2(F32, DM, N);
+    EXPECT_FAIL(mvrt_selective_scan_fwd(NULL, &a, &o), INVALID, "args->C", "dtype f32", "expected c64");
+    a = argsA; /* real A: a c64 constant C is refused */
+    a.C = T2(C64, DM, N);
+    EXPECT_FAIL(mvrt_selective_scan_fwd(NULL, &a, &outA), INVALID, "args->C", "dtype c64", "expected f32");
+    mvrt_selective_scan_outputs_t ob = o;
+    ob.last_state = T3(F32, BT, DM, N);
+    EXPECT_FAIL(mvrt_selective_scan_fwd(NULL, &c, &ob), INVALID, "outputs->last_state", "expected c64");
+    mvrt_selective_scan_grads_t gb = g;
+    gb.dA = T2(F32, DM, N);
+    EXPECT_FAIL(mvrt_selective_scan_bwd(NULL, &c, &gb, NULL), INVALID, "grads->dA", "expected c64");
+    gb = g;
+    gb.dC = T2(F32, DM, N);
+    EXPECT_FAIL(mvrt_selective_scan_bwd(NULL, &c, &gb, NULL), INVALID, "grads->dC", "expected c64");
+    gb = g;
+    gb.dB = T3(F32, BT, N, L);
+    EXPECT_FAIL(mvrt_selective_scan_bwd(NULL, &c, &gb, NULL), INVALID, "grads->dB", "2 x length");
+
+    CHECK_OK(mvrt_selective_scan_fwd(NULL, &c, &o));
+    CHECK_OK(mvrt_selective_scan_bwd(NULL, &c, &g, NULL));
+    size_t ws = 0;
+    CHECK_OK(mvrt_selective_scan_bwd_workspace_size(be, &c, &ws));
+    CHECK(ws > 0);
+}
+
 /* Valid variants that must be accepted (so the failures above are caused by
  * the one change each made). */
 static void test_positive_controls(void)
@@ -661,6 +724,7 @@ int main(void)
     test_fwd_outputs();
     test_bwd();
     test_workspace();
+    test_complex_a();
     test_positive_controls();
     for (int i = 0; i < nbufs; i++)
         mvrt_buffer_free(bufs[i]);

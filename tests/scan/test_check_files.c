@@ -36,12 +36,12 @@ typedef struct gen_case {
 } gen_case_t;
 
 static const gen_case_t gen_cases[2] = {
-    {{2, 6, 37, 5, 3, 1, 0, 1, 1, 1, 1}, 4,
+    {{2, 6, 37, 5, 3, 1, 0, 1, 1, 1, 1, 0}, 4,
      "{\"note\": \"generated\", \"dstate\": 5, \"groups\": 3, \"batch\": 2, \"dim\": 6, "
      "\"seqlen\": 37, \"variable_B\": true, \"variable_C\": false, \"has_D\": true, "
      "\"has_z\": true, \"has_delta_bias\": true, \"delta_softplus\": true, "
      "\"extra\": {\"nested\": [1, 2.5e-3, null]}}"},
-    {{1, 3, 19, 2, 1, 1, 1, 0, 0, 0, 0}, 3,
+    {{1, 3, 19, 2, 1, 1, 1, 0, 0, 0, 0, 0}, 3,
      "{\"batch\": 1, \"dim\": 3, \"seqlen\": 19, \"dstate\": 2, \"groups\": 1, "
      "\"variable_B\": true, \"variable_C\": true, \"has_D\": false, \"has_z\": false, "
      "\"has_delta_bias\": false, \"delta_softplus\": false}"},
