@@ -72,14 +72,18 @@ const char *const kInputNames[] = {"u", "delta", "A", "B", "C", "D", "z", "delta
 // Op definitions and shape functions.
 
 // Attrs shared by both ops. T: type of u, delta, z, out (and of variable B/C).
-// Tw: type of A, D, delta_bias, last_state and constant B/C (float32, or
-// float64 when T is float64). TB/TC: the type of B/C as given, checked
-// against T/Tw by the kernel (it depends on whether B/C is variable).
+// Tw: type of D, delta_bias (float32, or float64 when T is float64). Ta: type
+// of A, last_state and dA: Tw, or complex64 for a complex A (mamba_ssm's
+// selective_scan_ref with a complex A: constant B / C are then complex64,
+// variable B / C real with 2L steps; float32 u, CPU only). TB/TC: the type
+// of B/C as given, checked against T/Ta by the kernel (it depends on
+// whether B/C is variable).
 #define MVRT_TF_SCAN_ATTRS                                  \
   Attr("T: {half, bfloat16, float, double}")                \
       .Attr("Tw: {float, double} = DT_FLOAT")               \
-      .Attr("TB: {half, bfloat16, float, double}")          \
-      .Attr("TC: {half, bfloat16, float, double}")          \
+      .Attr("Ta: {float, double, complex64} = DT_FLOAT")    \
+      .Attr("TB: {half, bfloat16, float, double, complex64}") \
+      .Attr("TC: {half, bfloat16, float, double, complex64}") \
       .Attr("has_D: bool = false")                          \
       .Attr("has_z: bool = false")                          \
       .Attr("has_delta_bias: bool = false")                 \
@@ -99,6 +103,9 @@ absl::Status InferScanDims(InferenceContext *c, DimensionHandle *batch, Dimensio
   *seqlen = c->Dim(u, 2);
   TF_RETURN_IF_ERROR(c->Merge(*dim, c->Dim(a, 0), dim));
   *dstate = c->Dim(a, 1);
+  DataType ta = tensorflow::DT_FLOAT;
+  TF_RETURN_IF_ERROR(c->GetAttr("Ta", &ta));
+  const bool complex_a = ta == tensorflow::DT_COMPLEX64;
 
   for (int i : {kB, kC}) {
     ShapeHandle s = c->input(i);
@@ -110,7 +117,13 @@ absl::Status InferScanDims(InferenceContext *c, DimensionHandle *batch, Dimensio
     } else if (rank == 3 || rank == 4) {
       TF_RETURN_IF_ERROR(c->Merge(*batch, c->Dim(s, 0), batch));
       TF_RETURN_IF_ERROR(c->Merge(*dstate, c->Dim(s, rank - 2), dstate));
-      TF_RETURN_IF_ERROR(c->Merge(*seqlen, c->Dim(s, rank - 1), seqlen));
+      if (complex_a) {  // 2L steps: (re, im) of step l at 2l, 2l + 1
+        DimensionHandle twice;
+        TF_RETURN_IF_ERROR(c->Multiply(*seqlen, 2, &twice));
+        TF_RETURN_IF_ERROR(c->Merge(twice, c->Dim(s, rank - 1), &twice));
+      } else {
+        TF_RETURN_IF_ERROR(c->Merge(*seqlen, c->Dim(s, rank - 1), seqlen));
+      }
     } else {
       return errors::InvalidArgument(kInputNames[i], " must have rank 2 (constant), 3 or 4 "
                                      "(variable), got rank ", rank);
@@ -139,14 +152,14 @@ absl::Status InferScanDims(InferenceContext *c, DimensionHandle *batch, Dimensio
 REGISTER_OP("MambaSelectiveScan")
     .Input("u: T")
     .Input("delta: T")
-    .Input("a: Tw")
+    .Input("a: Ta")
     .Input("b: TB")
     .Input("c: TC")
     .Input("d: Tw")
     .Input("z: T")
     .Input("delta_bias: Tw")
     .Output("out: T")
-    .Output("last_state: Tw")
+    .Output("last_state: Ta")
     .MVRT_TF_SCAN_ATTRS
     .SetShapeFn([](InferenceContext *c) {
       DimensionHandle batch, dim, seqlen, dstate;
@@ -164,7 +177,7 @@ Absent D / z / delta_bias are empty tensors with has_* = false.
 REGISTER_OP("MambaSelectiveScanGrad")
     .Input("u: T")
     .Input("delta: T")
-    .Input("a: Tw")
+    .Input("a: Ta")
     .Input("b: TB")
     .Input("c: TC")
     .Input("d: Tw")
@@ -173,7 +186,7 @@ REGISTER_OP("MambaSelectiveScanGrad")
     .Input("dout: T")
     .Output("du: T")
     .Output("ddelta: T")
-    .Output("da: Tw")
+    .Output("da: Ta")
     .Output("db: TB")
     .Output("dc: TC")
     .Output("dd: Tw")
@@ -254,13 +267,14 @@ absl::Status CudaBackend(int ordinal, mvrt_backend_t **out) {
 // launched, so a bad input never reaches mvrt.
 
 struct ScanAttrs {
-  DataType T = tensorflow::DT_INVALID, Tw = tensorflow::DT_INVALID;
+  DataType T = tensorflow::DT_INVALID, Tw = tensorflow::DT_INVALID, Ta = tensorflow::DT_INVALID;
   DataType TB = tensorflow::DT_INVALID, TC = tensorflow::DT_INVALID;
   bool has_d = false, has_z = false, has_bias = false, softplus = false;
 
   explicit ScanAttrs(OpKernelConstruction *ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &T));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("Tw", &Tw));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("Ta", &Ta));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("TB", &TB));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("TC", &TC));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("has_D", &has_d));
@@ -293,9 +307,18 @@ absl::Status ValidateInputs(OpKernelContext *ctx, const ScanAttrs &a, bool backw
   // Types. A float64 scan is all-float64 (CPU gradient checking only).
   const bool f64 = a.T == tensorflow::DT_DOUBLE;
   const DataType weight = f64 ? tensorflow::DT_DOUBLE : tensorflow::DT_FLOAT;
+  const bool complex_a = a.Ta == tensorflow::DT_COMPLEX64;
+  if (complex_a && a.T != tensorflow::DT_FLOAT)
+    return errors::Unimplemented("a complex A (complex64) runs with float32 u only, got ",
+                                 Name(a.T));
+  if (!complex_a && a.Ta != weight)
+    return errors::InvalidArgument("A must be ", Name(weight), " (or complex64) when u is ",
+                                   Name(a.T), ", got ", Name(a.Ta));
   if (a.Tw != weight)
-    return errors::InvalidArgument("A, D and delta_bias must be ", Name(weight), " when u is ",
+    return errors::InvalidArgument("D and delta_bias must be ", Name(weight), " when u is ",
                                    Name(a.T), ", got ", Name(a.Tw));
+  // constant B / C and last_state have A's type
+  const DataType constant_bc = a.Ta;
 
   const Tensor &u = ctx->input(kU);
   if (u.dims() != 3)
@@ -325,21 +348,23 @@ absl::Status ValidateInputs(OpKernelContext *ctx, const ScanAttrs &a, bool backw
     if (t.dims() == 2) {
       variable = false;
       TF_RETURN_IF_ERROR(CheckShape(t, idx, {d.dim, d.dstate}, "(dim, N) (constant)"));
-      if (given != weight)
+      if (given != constant_bc)
         return errors::InvalidArgument(kInputNames[idx], " is constant (dim, N) and must be ",
-                                       Name(weight), ", got ", Name(given));
+                                       Name(constant_bc), " like A, got ", Name(given));
       groups[k] = 0;
     } else if (t.dims() == 3) {
-      TF_RETURN_IF_ERROR(CheckShape(t, idx, {d.batch, d.dstate, d.seqlen},
-                                    "(batch, N, L) (variable, one group)"));
+      TF_RETURN_IF_ERROR(CheckShape(t, idx, {d.batch, d.dstate, complex_a ? 2 * d.seqlen : d.seqlen},
+                                    complex_a ? "(batch, N, 2L) (variable, one group, complex A)"
+                                              : "(batch, N, L) (variable, one group)"));
       groups[k] = 1;
     } else if (t.dims() == 4) {
       const int64_t g = t.dim_size(1);
       if (g < 1 || d.dim % g != 0)
         return errors::InvalidArgument(kInputNames[idx], " has ", g, " groups (shape[1]), which "
                                        "must be >= 1 and divide dim = ", d.dim);
-      TF_RETURN_IF_ERROR(CheckShape(t, idx, {d.batch, g, d.dstate, d.seqlen},
-                                    "(batch, groups, N, L) (variable)"));
+      TF_RETURN_IF_ERROR(CheckShape(t, idx, {d.batch, g, d.dstate, complex_a ? 2 * d.seqlen : d.seqlen},
+                                    complex_a ? "(batch, groups, N, 2L) (variable, complex A)"
+                                              : "(batch, groups, N, L) (variable)"));
       groups[k] = g;
     } else {
       return errors::InvalidArgument(kInputNames[idx], " must have rank 2 (dim, N), 3 (batch, N, "
@@ -400,6 +425,7 @@ class Wrapped {
       case tensorflow::DT_FLOAT: dt = MVRT_DTYPE_F32; break;
       case tensorflow::DT_HALF: dt = MVRT_DTYPE_F16; break;
       case tensorflow::DT_BFLOAT16: dt = MVRT_DTYPE_BF16; break;
+      case tensorflow::DT_COMPLEX64: dt = MVRT_DTYPE_C64; break;
       default:
         return errors::InvalidArgument(name, ": type ", Name(t.dtype()),
                                        " is not supported by the mvrt scan");
@@ -674,10 +700,23 @@ MVRT_TF_REGISTER(DEVICE_CPU, kCpu, double)
 // GPU kernels: the mvrt "cuda" backend on TF's stream. Compiled and
 // registered with every TensorFlow wheel (registration needs no CUDA headers
 // or GOOGLE_CUDA); they only run under a GPU build of TensorFlow.
+// A complex A has no GPU kernel (mvrt's CUDA backend refuses it): TF places
+// such ops on the CPU.
 #ifndef MVRT_TF_NO_GPU
-MVRT_TF_REGISTER(DEVICE_GPU, kGpu, float)
-MVRT_TF_REGISTER(DEVICE_GPU, kGpu, Eigen::half)
-MVRT_TF_REGISTER(DEVICE_GPU, kGpu, Eigen::bfloat16)
+#define MVRT_TF_REGISTER_GPU(TYPE)                                                          \
+  REGISTER_KERNEL_BUILDER(Name("MambaSelectiveScan")                                       \
+                              .Device(tensorflow::DEVICE_GPU)                              \
+                              .TypeConstraint<TYPE>("T")                                   \
+                              .TypeConstraint<float>("Ta"),                                \
+                          ScanFwd<Device::kGpu>);                                          \
+  REGISTER_KERNEL_BUILDER(Name("MambaSelectiveScanGrad")                                   \
+                              .Device(tensorflow::DEVICE_GPU)                              \
+                              .TypeConstraint<TYPE>("T")                                   \
+                              .TypeConstraint<float>("Ta"),                                \
+                          ScanBwd<Device::kGpu>);
+MVRT_TF_REGISTER_GPU(float)
+MVRT_TF_REGISTER_GPU(Eigen::half)
+MVRT_TF_REGISTER_GPU(Eigen::bfloat16)
 #endif
 
 }  // namespace

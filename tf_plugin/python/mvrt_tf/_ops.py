@@ -91,13 +91,20 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     Shapes (batch, dim, L, N states <= 256, G groups):
       u, delta          (batch, dim, L)   float32, float16 or bfloat16 (same for both);
                                           float64 runs a slow CPU reference (for gradient checks)
-      A                 (dim, N)          float32 (float64 when u is float64)
+      A                 (dim, N)          float32 (float64 when u is float64), or complex64
       B, C              (dim, N) float32 = constant, or (batch, N, L) / (batch, G, N, L)
                                           in u's dtype = variable; dim % G == 0
       D, delta_bias     (dim,)            float32, optional
       z                 (batch, dim, L)   u's dtype, optional
     Returns out (batch, dim, L) in u's dtype, and with return_last_state=True
     also last_state (batch, dim, N) float32: the true final state.
+
+    A complex64 A follows mamba_ssm's selective_scan_ref with a complex A:
+    constant B / C are then complex64 (dim, N), variable B / C stay float32
+    with 2L steps ((re, im) of step l at 2l, 2l + 1), the state is complex,
+    y = 2 Re(sum_n x C), last_state is complex64; u must be float32 and it
+    runs on the CPU (the op has no GPU kernel for it). Gradients of complex
+    inputs are dL/dre + i dL/dim, TensorFlow's convention.
 
     Gradients flow to every input. A gradient flowing into last_state is not
     supported and is ignored (as in mamba_ssm). Bad input raises
@@ -114,14 +121,20 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     B = _as_tensor(B, "B", T)
     C = _as_tensor(C, "C", T)
     _check_dtype(delta, "delta", T, "the type of u")
-    _check_dtype(A, "A", Tw, "the state type")
+    if A.dtype == tf.complex64:
+        if T != tf.float32:
+            raise tf.errors.UnimplementedError(
+                None, None, "a complex64 A runs with float32 u only, got %s" % T.name)
+    else:
+        _check_dtype(A, "A", Tw, "the state type")
+    Ta = A.dtype  # constant B / C and last_state have A's type
     for name, t in (("B", B), ("C", C)):
         if t.shape.rank == 2:
-            _check_dtype(t, name, Tw, "constant (dim, N)")
+            _check_dtype(t, name, Ta, "constant (dim, N), like A")
         elif t.shape.rank is not None:
             _check_dtype(t, name, T, "variable: the type of u")
-        elif t.dtype not in (T, Tw):
-            raise _invalid("%s must be %s or %s, got %s" % (name, T.name, Tw.name, t.dtype.name))
+        elif t.dtype not in (T, Ta):
+            raise _invalid("%s must be %s or %s, got %s" % (name, T.name, Ta.name, t.dtype.name))
 
     def optional(x, name, dtype):
         if x is None:
