@@ -94,7 +94,7 @@ int mvrt_cpu_scan_force_isa(const char *isa)
 void mvrt_cpu_scan_fwd(const mvrt_scan_params_t *p, int num_threads)
 {
     if (p->complex_a)
-        mvrt_cpu_scan_fwd_complex(p);
+        mvrt_cpu_scan_fwd_complex(p, num_threads);
     else
         mvrt_cpu_scan_get()->fwd(p, num_threads);
 }
@@ -104,7 +104,7 @@ void mvrt_cpu_scan_fwd(const mvrt_scan_params_t *p, int num_threads)
 size_t mvrt_cpu_scan_bwd_workspace_size(const mvrt_scan_params_t *p, int num_threads)
 {
     if (p->complex_a)
-        return mvrt_cpu_scan_bwd_ws_complex(p);
+        return mvrt_cpu_scan_bwd_ws_complex(p, num_threads);
     size_t best = 0;
     for (size_t i = 0; i < MVRT_CPU_SCAN_NISA; i++) {
         size_t s = mvrt_cpu_scan_isas[i].ws(p, num_threads);
@@ -116,7 +116,7 @@ size_t mvrt_cpu_scan_bwd_workspace_size(const mvrt_scan_params_t *p, int num_thr
 void mvrt_cpu_scan_bwd(const mvrt_scan_params_t *p, int num_threads)
 {
     if (p->complex_a)
-        mvrt_cpu_scan_bwd_complex(p);
+        mvrt_cpu_scan_bwd_complex(p, num_threads);
     else
         mvrt_cpu_scan_get()->bwd(p, num_threads);
 }

@@ -16,16 +16,22 @@
  * (Each follows from w = s K, s real: dL/ds = Re(conj(K) G_w), and from
  * w = a x: G_x = conj(a) G_w, G_a = G_w conj(x).)
  *
- * One thread, rows in a fixed order (channel, then batch, then step), so
- * the backward's sums are bitwise reproducible; the backward recomputes
- * the states chunk by chunk from states saved every MVRT_CSCAN_CHUNK steps
- * (workspace: O(L / chunk + chunk) states of one row). Parameter sums are
- * accumulated in double. Not vectorized: a first, exact implementation. */
+ * Threads: the forward over rows (batch, channel); the backward over the
+ * batch, each task owning its batch element's du / ddelta / dz and
+ * variable dB / dC (summed over the group's channels in channel order)
+ * and writing its per-(batch, channel) parameter sums (dA, dD,
+ * ddelta_bias, constant dB / dC, in double) to the workspace, which are
+ * then added over the batch in batch order: bitwise the same result for
+ * every thread count. Each thread recomputes a row's states chunk by
+ * chunk from states saved every MVRT_CSCAN_CHUNK steps (per-thread
+ * workspace: O(L / chunk + chunk) states). Not vectorized: a first,
+ * exact implementation. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "scan_cpu_complex.h"
+#include "scan_cpu_internal.h"
 
 #define MVRT_CSCAN_CHUNK 64
 
@@ -109,12 +115,18 @@ static float advance(const mvrt_scan_params_t *p, int64_t b, int64_t g, int64_t 
     return y;
 }
 
-void mvrt_cpu_scan_fwd_complex(const mvrt_scan_params_t *p)
+void mvrt_cpu_scan_fwd_complex(const mvrt_scan_params_t *p, int num_threads)
 {
-    const int64_t per_group = p->dim / p->groups;
-    float x[2 * 256];
-    for (int64_t b = 0; b < p->batch; b++) {
-        for (int64_t d = 0; d < p->dim; d++) {
+    const int64_t per_group = p->dim / p->groups, rows = p->batch * p->dim;
+    const int nt = mvrt_cpu_scan_resolve_threads(num_threads);
+    (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && rows > 1)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        float x[2 * 256];
+        const int64_t b = r / p->dim, d = r % p->dim;
+        {
             const int64_t g = d / per_group;
             memset(x, 0, sizeof(float) * 2 * (size_t)p->dstate);
             for (int64_t t = 0; t < p->seqlen; t++) {
@@ -146,46 +158,52 @@ static int64_t chunks_of(const mvrt_scan_params_t *p)
     return (p->seqlen + MVRT_CSCAN_CHUNK - 1) / MVRT_CSCAN_CHUNK;
 }
 
-size_t mvrt_cpu_scan_bwd_ws_complex(const mvrt_scan_params_t *p)
+/* Doubles of one (batch, channel)'s parameter sums: dA, constant dB and
+ * dC (2N each), dD, ddelta_bias. */
+static size_t sums_per_row(const mvrt_scan_params_t *p) { return 6 * (size_t)p->dstate + 2; }
+/* Floats of one thread's scratch: saved chunk-start states, and the states
+ * and decays of one chunk. */
+static size_t thread_floats(const mvrt_scan_params_t *p)
 {
     const size_t N = (size_t)p->dstate;
-    const size_t floats = (size_t)chunks_of(p) * 2 * N   /* saved chunk-start states */
-                          + 2 * (size_t)MVRT_CSCAN_CHUNK * 2 * N; /* states and decays of a chunk */
-    return 64 + floats * sizeof(float) + 3 * 2 * N * sizeof(double);
+    return (size_t)chunks_of(p) * 2 * N + 2 * (size_t)MVRT_CSCAN_CHUNK * 2 * N;
 }
 
-/* Zeroes a variable dB / dC (real, (Bt, G, N, 2L) strides). */
-static void zero_variable(const mvrt_scan_params_t *p, const mvrt_scan_operand_t *o)
+size_t mvrt_cpu_scan_bwd_ws_complex(const mvrt_scan_params_t *p, int num_threads)
 {
-    for (int64_t b = 0; b < p->batch; b++)
-        for (int64_t g = 0; g < p->groups; g++)
-            for (int64_t n = 0; n < p->dstate; n++)
-                for (int64_t s = 0; s < 2 * p->seqlen; s++)
-                    ((float *)o->data)[b * o->stride[0] + g * o->stride[1] + n * o->stride[2] + s * o->stride[3]] =
-                        0.f;
+    const int nt = mvrt_cpu_scan_resolve_threads(num_threads);
+    return 64 + (size_t)(p->batch * p->dim) * sums_per_row(p) * sizeof(double) +
+           (size_t)nt * thread_floats(p) * sizeof(float);
 }
 
-void mvrt_cpu_scan_bwd_complex(const mvrt_scan_params_t *p)
+/* Zeroes batch element b of a variable dB / dC (real, (Bt, G, N, 2L)). */
+static void zero_variable_b(const mvrt_scan_params_t *p, const mvrt_scan_operand_t *o, int64_t b)
+{
+    for (int64_t g = 0; g < p->groups; g++)
+        for (int64_t n = 0; n < p->dstate; n++)
+            for (int64_t s = 0; s < 2 * p->seqlen; s++)
+                ((float *)o->data)[b * o->stride[0] + g * o->stride[1] + n * o->stride[2] + s * o->stride[3]] = 0.f;
+}
+
+/* The backward of batch element b with one thread's scratch (ck, xs, as):
+ * its per-element outputs, and the parameter sums of each channel into
+ * sums + d * sums_per_row. */
+static void bwd_batch(const mvrt_scan_params_t *p, int64_t b, float *ck, float *xs, float *as, double *sums)
 {
     const int64_t N = p->dstate, L = p->seqlen, per_group = p->dim / p->groups, nch = chunks_of(p);
     const int64_t CH = MVRT_CSCAN_CHUNK;
-    double *gA = (double *)(((uintptr_t)p->workspace + 63) & ~(uintptr_t)63);
-    double *gB = gA + 2 * N, *gC = gB + 2 * N; /* constant dB / dC of one channel */
-    float *ck = (float *)(gC + 2 * N);         /* (nch, 2N) */
-    float *xs = ck + nch * 2 * N;              /* (CH, 2N): x_t of the chunk */
-    float *as = xs + CH * 2 * N;               /* (CH, 2N): a_t of the chunk */
     float x[2 * 256];
-
     if (p->b_variable)
-        zero_variable(p, &p->dB);
+        zero_variable_b(p, &p->dB, b);
     if (p->c_variable)
-        zero_variable(p, &p->dC);
+        zero_variable_b(p, &p->dC, b);
     for (int64_t d = 0; d < p->dim; d++) {
         const int64_t g = d / per_group;
         const float Dd = p->D.data ? at1(&p->D, d) : 0.f;
+        double *gA = sums + (size_t)d * sums_per_row(p), *gB = gA + 2 * N, *gC = gB + 2 * N;
         double dD = 0.0, dbias = 0.0;
         memset(gA, 0, sizeof(double) * 6 * (size_t)N);
-        for (int64_t b = 0; b < p->batch; b++) {
+        {
             /* forward, saving the state before every chunk */
             memset(x, 0, sizeof(float) * 2 * (size_t)N);
             for (int64_t t = 0; t < L; t++) {
@@ -278,6 +296,46 @@ void mvrt_cpu_scan_bwd_complex(const mvrt_scan_params_t *p)
                 }
             }
         }
+        gA[6 * N] = dD;
+        gA[6 * N + 1] = dbias;
+    }
+}
+
+void mvrt_cpu_scan_bwd_complex(const mvrt_scan_params_t *p, int num_threads)
+{
+    int nt = mvrt_cpu_scan_resolve_threads(num_threads);
+    while (nt > 1 && mvrt_cpu_scan_bwd_ws_complex(p, nt) > p->workspace_bytes)
+        nt--;
+    if (!p->workspace || mvrt_cpu_scan_bwd_ws_complex(p, nt) > p->workspace_bytes)
+        return; /* the backend checks the size first; never write out of bounds */
+    const int64_t N = p->dstate, rowsums = (int64_t)sums_per_row(p);
+    double *sums = (double *)(((uintptr_t)p->workspace + 63) & ~(uintptr_t)63); /* (Bt, Dm, rowsums) */
+    float *scratch = (float *)(sums + (size_t)(p->batch * p->dim) * (size_t)rowsums);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1 && p->batch > 1)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *ck = scratch + (size_t)tid * thread_floats(p);
+        float *xs = ck + chunks_of(p) * 2 * N, *as = xs + MVRT_CSCAN_CHUNK * 2 * N;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (int64_t b = 0; b < p->batch; b++)
+            bwd_batch(p, b, ck, xs, as, sums + (size_t)(b * p->dim) * (size_t)rowsums);
+    }
+    /* the parameter sums over the batch, in batch order */
+    for (int64_t d = 0; d < p->dim; d++) {
+        for (int64_t k = 0; k < rowsums; k++) {
+            double t = 0.0;
+            for (int64_t b = 0; b < p->batch; b++)
+                t += sums[(size_t)(b * p->dim + d) * (size_t)rowsums + (size_t)k];
+            sums[(size_t)d * (size_t)rowsums + (size_t)k] = t; /* row b = 0 holds the totals */
+        }
+        const double *gA = sums + (size_t)d * (size_t)rowsums, *gB = gA + 2 * N, *gC = gB + 2 * N;
         for (int64_t n = 0; n < N; n++) {
             float *dA = (float *)p->dA.data + 2 * (d * p->dA.stride[0] + n * p->dA.stride[1]);
             dA[0] = (float)gA[2 * n];
@@ -294,8 +352,8 @@ void mvrt_cpu_scan_bwd_complex(const mvrt_scan_params_t *p)
             }
         }
         if (p->dD.data)
-            ((float *)p->dD.data)[d * p->dD.stride[0]] = (float)dD;
+            ((float *)p->dD.data)[d * p->dD.stride[0]] = (float)gA[6 * N];
         if (p->ddelta_bias.data)
-            ((float *)p->ddelta_bias.data)[d * p->ddelta_bias.stride[0]] = (float)dbias;
+            ((float *)p->ddelta_bias.data)[d * p->ddelta_bias.stride[0]] = (float)gA[6 * N + 1];
     }
 }

@@ -12,7 +12,9 @@
  *   finite differences check the gradient formulas, which the kernel
  *   derives by hand, independently of them.
  * Problems cover variable and constant B / C, groups, z, D, delta_bias,
- * softplus on and off, L across the backward's 64-step chunks, N 1..16.
+ * softplus on and off, L across the backward's 64-step chunks, N 1..16;
+ * and the backward must be bitwise the same with 1 and 3 threads as with
+ * the backend's default.
  * usage: test_scan_complex --backend NAME (exit 77 when unavailable; a
  * backend that refuses complex A with MVRT_ERR_UNSUPPORTED also skips). */
 #include <complex.h>
@@ -191,6 +193,34 @@ static int run(mvrt_backend_t *be, const prob_t *p, int index)
     if (st != MVRT_OK) {
         fprintf(stderr, "FAIL: problem %d: %s: %s\n", index, mvrt_status_string(st), mvrt_last_error());
         exit(1);
+    }
+
+    /* the backward is bitwise the same with 1 and with 3 threads */
+    int same = 1;
+    for (int nt = 1; nt <= 3 && same; nt += 2) {
+        float *keep[NIN] = {0};
+        for (int i = 0; i < NIN; i++)
+            if (present[i]) {
+                keep[i] = malloc(sizeof(float) * (size_t)x.n[i]);
+                mvrt_copy_device_to_host(NULL, keep[i], gbuf[i], 0, sizeof(float) * (size_t)x.n[i]);
+            }
+        if (mvrt_backend_set_num_threads(be, nt) != MVRT_OK ||
+            mvrt_selective_scan_bwd(NULL, &args, &grads, NULL) != MVRT_OK) {
+            fprintf(stderr, "FAIL: backward with %d thread(s): %s\n", nt, mvrt_last_error());
+            exit(1);
+        }
+        for (int i = 0; i < NIN; i++)
+            if (present[i]) {
+                float *again = malloc(sizeof(float) * (size_t)x.n[i]);
+                mvrt_copy_device_to_host(NULL, again, gbuf[i], 0, sizeof(float) * (size_t)x.n[i]);
+                same &= memcmp(again, keep[i], sizeof(float) * (size_t)x.n[i]) == 0;
+                free(again);
+                free(keep[i]);
+            }
+    }
+    if (!same) {
+        printf("problem %d: FAIL: the backward differs between thread counts\n", index);
+        failures++;
     }
 
     /* forward */
