@@ -35,6 +35,15 @@ static const scan_row_t scan_rows[] = {
     {"MambaVision-T stage 3, b1", 1, 160, 196, 8, 0, 1, 196, 1, 196, 0.034, 0.090},
     {"Mamba LM layer, z", 8, 1536, 2048, 16, 1, 1, 2048, 1, 256, 0.903, 2.133},
     {"16x64x256x64, z", 16, 64, 256, 64, 1, 16, 256, 2, 256, 0.060, 0.166},
+    /* issue #32's further rows (d_state 128 / 256, L 4096 / 8192 at batch
+     * 1 and 8): no ANCHORS.md baseline ("-"); shared/anchors/scan_mamba.py
+     * times them with EXTRA_ROWS (docs/performance.md gives the string) */
+    {"16x64x256x128, z", 16, 64, 256, 128, 1, 16, 256, 2, 256, 0, 0},
+    {"16x64x256x256, z", 16, 64, 256, 256, 1, 16, 256, 2, 256, 0, 0},
+    {"Mamba LM L4096 b1, z", 1, 1536, 4096, 16, 1, 1, 4096, 1, 256, 0, 0},
+    {"Mamba LM L8192 b1, z", 1, 1536, 8192, 16, 1, 1, 8192, 1, 256, 0, 0},
+    {"Mamba LM L4096 b8, z", 8, 1536, 4096, 16, 1, 1, 4096, 1, 256, 0, 0},
+    {"Mamba LM L8192 b8, z", 8, 1536, 8192, 16, 1, 1, 8192, 1, 256, 0, 0},
 };
 
 #define BENCH_CHECK(call)                                                             \
@@ -343,12 +352,15 @@ static int bench_row(const bench_cfg_t *cfg, scan_ctx_t *cp, const scan_row_t *r
                        row->name, shape, threads[ti], fms, fr, fr / threads[ti], fgb,
                        plain_ms / fms, fr / f1, bms, br, bgb, br / b1, bms / fms, cs_out, cs_du);
             } else {
-                printf("%-26s %-20s | %8.4f %7.2f %7.1f %6.1f %6.2f | %8.4f %7.2f %7.1f %6.1f %6.2f | %.6g, %.6g\n",
-                       row->name, shape, fms, fr, fgb, copy_gbs > 0 ? 100.0 * fgb / copy_gbs : 0.0,
-                       (Bt == row->batch && L == row->len) ? row->h100_fwd_ms / fms : 0.0, bms, br,
-                       bgb, copy_gbs > 0 ? 100.0 * bgb / copy_gbs : 0.0,
-                       (Bt == row->batch && L == row->len) ? row->h100_bwd_ms / bms : 0.0, cs_out,
-                       cs_du);
+                /* the ratio to the anchor's fp32 time, "-" where it has none */
+                char xf[16] = "     -", xb[16] = "     -";
+                if (Bt == row->batch && L == row->len && row->h100_fwd_ms > 0) {
+                    snprintf(xf, sizeof xf, "%6.2f", row->h100_fwd_ms / fms);
+                    snprintf(xb, sizeof xb, "%6.2f", row->h100_bwd_ms / bms);
+                }
+                printf("%-26s %-20s | %8.4f %7.2f %7.1f %6.1f %s | %8.4f %7.2f %7.1f %6.1f %s | %.6g, %.6g\n",
+                       row->name, shape, fms, fr, fgb, copy_gbs > 0 ? 100.0 * fgb / copy_gbs : 0.0, xf, bms, br,
+                       bgb, copy_gbs > 0 ? 100.0 * bgb / copy_gbs : 0.0, xb, cs_out, cs_du);
             }
             fflush(stdout);
         }
