@@ -77,7 +77,7 @@ typedef struct builder {
     int bf16_storage;                     /* see backend_takes_bf16_storage */
     int map16;                            /* maps NHWC bf16 (see map_slot) */
     int map16_declined;                   /* plan: the backend declined a map16 form */
-    const uint16_t *weights16;            /* see weight16 (a fake base while planning) */
+    const uint16_t *weights16;            /* see use_weight16 (a fake base while planning) */
 } builder_t;
 
 /* ---- builder helpers ----------------------------------------------------- */
@@ -103,12 +103,15 @@ static const float *weight(builder_t *b, const char *prefix, const char *leaf)
     return b->weights + p->offset;
 }
 
-/* The bf16 copy of the weight w (a pointer into the model's weights) in
- * the graph's weights16, as the op fields take it; NULL where the graph
- * keeps fp32 weights. */
-static const float *weight16(const builder_t *b, const float *w)
+/* Points *w (a pointer into the model's weights that an op reads) at its
+ * bf16 copy in the graph's weights16 where the graph keeps one; returns
+ * the op's bf16 flag for that operand (a_bf16 / b_bf16). */
+static int use_weight16(const builder_t *b, const float **w)
 {
-    return b->weights16 ? (const float *)(const void *)(b->weights16 + (w - b->weights)) : NULL;
+    if (!b->weights16)
+        return 0;
+    *w = (const float *)(const void *)(b->weights16 + (*w - b->weights));
+    return 1;
 }
 
 static gnode_t *add_node(builder_t *b, int type)
@@ -286,9 +289,7 @@ static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float 
     op.u.linear.residual = residual != y ? residual : NULL;
     op.u.linear.a_bf16 = (storage & DENSE_A16) != 0;
     op.u.linear.y_bf16 = (storage & DENSE_Y16) != 0;
-    const float *w16 = weight16(b, op.u.linear.B);
-    if (w16)
-        op.u.linear.B = w16, op.u.linear.b_bf16 = 1;
+    op.u.linear.b_bf16 = use_weight16(b, &op.u.linear.B);
     add_op(b, &op);
 }
 
@@ -402,8 +403,7 @@ static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, i
     mvrt_linear_params_t *l = &op.u.linear;
     l->batch = Bw, l->M = E, l->N = L, l->K = h;
     l->A = w.x_proj_w, l->lda = h, l->batch_stride_a = 0;
-    if (weight16(b, w.x_proj_w))
-        l->A = weight16(b, w.x_proj_w), l->a_bf16 = 1;
+    l->a_bf16 = use_weight16(b, &l->A);
     l->B = MX, l->ldb = L, l->batch_stride_b = h * L;
     l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
     l->math = b->g->opt.math;
@@ -414,8 +414,7 @@ static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, i
     op.kind = MVRT_OP_LINEAR;
     l->batch = Bw, l->M = h, l->N = L, l->K = R;
     l->A = w.dt_proj_w, l->lda = R, l->batch_stride_a = 0;
-    if (weight16(b, w.dt_proj_w))
-        l->A = weight16(b, w.dt_proj_w), l->a_bf16 = 1;
+    l->a_bf16 = use_weight16(b, &l->A);
     l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
     l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
     l->bias = w.dt_bias, l->bias_per_row = 1;
@@ -472,8 +471,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
     l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
     l->b_constant = 1;
-    if (weight16(b, l->B))
-        l->B = weight16(b, l->B), l->b_bf16 = 1;
+    l->b_bf16 = use_weight16(b, &l->B);
     l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
     l->beta = 1.0f;
     l->residual = X_in != X ? X_in : NULL;
