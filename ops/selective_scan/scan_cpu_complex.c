@@ -161,12 +161,13 @@ static int64_t chunks_of(const mvrt_scan_params_t *p)
 /* Doubles of one (batch, channel)'s parameter sums: dA, constant dB and
  * dC (2N each), dD, ddelta_bias. */
 static size_t sums_per_row(const mvrt_scan_params_t *p) { return 6 * (size_t)p->dstate + 2; }
-/* Floats of one thread's scratch: saved chunk-start states, and the states
- * and decays of one chunk. */
+/* Floats of one thread's scratch: saved chunk-start states; the states
+ * and decays of one chunk; its steps' v, dt and 2 Re(sum x C), kept from
+ * the chunk's recompute for the backward steps. */
 static size_t thread_floats(const mvrt_scan_params_t *p)
 {
     const size_t N = (size_t)p->dstate;
-    return (size_t)chunks_of(p) * 2 * N + 2 * (size_t)MVRT_CSCAN_CHUNK * 2 * N;
+    return (size_t)chunks_of(p) * 2 * N + 2 * (size_t)MVRT_CSCAN_CHUNK * 2 * N + 3 * (size_t)MVRT_CSCAN_CHUNK;
 }
 
 size_t mvrt_cpu_scan_bwd_ws_complex(const mvrt_scan_params_t *p, int num_threads)
@@ -185,11 +186,13 @@ static void zero_variable_b(const mvrt_scan_params_t *p, const mvrt_scan_operand
                 ((float *)o->data)[b * o->stride[0] + g * o->stride[1] + n * o->stride[2] + s * o->stride[3]] = 0.f;
 }
 
-/* The backward of batch element b with one thread's scratch (ck, xs, as):
- * its per-element outputs, and the parameter sums of each channel into
- * sums + d * sums_per_row. */
-static void bwd_batch(const mvrt_scan_params_t *p, int64_t b, float *ck, float *xs, float *as, double *sums)
+/* The backward of batch element b with one thread's scratch (ck, xs, as
+ * and the per-step vs, dts, ys of a chunk): its per-element outputs, and
+ * the parameter sums of each channel into sums + d * sums_per_row. */
+static void bwd_batch(const mvrt_scan_params_t *p, int64_t b, float *ck, float *xs, float *as, float *vs,
+                      double *sums)
 {
+    float *dts = vs + MVRT_CSCAN_CHUNK, *ys = dts + MVRT_CSCAN_CHUNK;
     const int64_t N = p->dstate, L = p->seqlen, per_group = p->dim / p->groups, nch = chunks_of(p);
     const int64_t CH = MVRT_CSCAN_CHUNK;
     float x[2 * 256];
@@ -203,97 +206,87 @@ static void bwd_batch(const mvrt_scan_params_t *p, int64_t b, float *ck, float *
         double *gA = sums + (size_t)d * sums_per_row(p), *gB = gA + 2 * N, *gC = gB + 2 * N;
         double dD = 0.0, dbias = 0.0;
         memset(gA, 0, sizeof(double) * 6 * (size_t)N);
-        {
-            /* forward, saving the state before every chunk */
-            memset(x, 0, sizeof(float) * 2 * (size_t)N);
-            for (int64_t t = 0; t < L; t++) {
-                if (t % CH == 0)
-                    memcpy(ck + (t / CH) * 2 * N, x, sizeof(float) * 2 * (size_t)N);
-                float v;
-                const float dt = step_of(p, b, d, t, &v);
-                advance(p, b, g, d, t, dt, at3(&p->u, b, d, t), x, NULL);
+        /* forward, saving the state before every chunk */
+        memset(x, 0, sizeof(float) * 2 * (size_t)N);
+        for (int64_t t = 0; t < L; t++) {
+            if (t % CH == 0)
+                memcpy(ck + (t / CH) * 2 * N, x, sizeof(float) * 2 * (size_t)N);
+            float v;
+            const float dt = step_of(p, b, d, t, &v);
+            advance(p, b, g, d, t, dt, at3(&p->u, b, d, t), x, NULL);
+        }
+        /* backward, chunk by chunk from the end; carry = conj(a_{t+1}) lam_{t+1} */
+        float carry[2 * 256];
+        memset(carry, 0, sizeof(float) * 2 * (size_t)N);
+        for (int64_t k = nch - 1; k >= 0; k--) {
+            const int64_t t0 = k * CH, t1 = t0 + CH < L ? t0 + CH : L;
+            memcpy(x, ck + k * 2 * N, sizeof(float) * 2 * (size_t)N);
+            for (int64_t t = t0; t < t1; t++) {
+                dts[t - t0] = step_of(p, b, d, t, &vs[t - t0]);
+                ys[t - t0] = advance(p, b, g, d, t, dts[t - t0], at3(&p->u, b, d, t), x, as + (t - t0) * 2 * N);
+                memcpy(xs + (t - t0) * 2 * N, x, sizeof(float) * 2 * (size_t)N);
             }
-            /* backward, chunk by chunk from the end; carry = conj(a_{t+1}) lam_{t+1} */
-            float carry[2 * 256];
-            memset(carry, 0, sizeof(float) * 2 * (size_t)N);
-            for (int64_t k = nch - 1; k >= 0; k--) {
-                const int64_t t0 = k * CH, t1 = t0 + CH < L ? t0 + CH : L;
-                memcpy(x, ck + k * 2 * N, sizeof(float) * 2 * (size_t)N);
-                for (int64_t t = t0; t < t1; t++) {
-                    float v;
-                    const float dt = step_of(p, b, d, t, &v);
-                    advance(p, b, g, d, t, dt, at3(&p->u, b, d, t), x, as + (t - t0) * 2 * N);
-                    memcpy(xs + (t - t0) * 2 * N, x, sizeof(float) * 2 * (size_t)N);
+            for (int64_t t = t1 - 1; t >= t0; t--) {
+                const float v = vs[t - t0], dt = dts[t - t0], uu = at3(&p->u, b, d, t);
+                const float *xt = xs + (t - t0) * 2 * N, *at = as + (t - t0) * 2 * N;
+                const float *xprev = t > t0 ? xs + (t - 1 - t0) * 2 * N : ck + k * 2 * N;
+                float gt = at3(&p->dout, b, d, t);
+                if (p->z.data) {
+                    const float y = Dd * uu + ys[t - t0]; /* before the gate, D u included */
+                    const float z = at3(&p->z, b, d, t), sz = sigmoid_f(z);
+                    *ptr3(&p->dz, b, d, t) = gt * y * sz * (1.f + z * (1.f - sz));
+                    gt *= z * sz;
                 }
-                for (int64_t t = t1 - 1; t >= t0; t--) {
-                    float v;
-                    const float dt = step_of(p, b, d, t, &v), uu = at3(&p->u, b, d, t);
-                    const float *xt = xs + (t - t0) * 2 * N, *at = as + (t - t0) * 2 * N;
-                    const float *xprev = t > t0 ? xs + (t - 1 - t0) * 2 * N : ck + k * 2 * N;
-                    float gt = at3(&p->dout, b, d, t);
-                    if (p->z.data) {
-                        /* y before the gate, D u included, from the states */
-                        float y = Dd * uu;
-                        for (int64_t n = 0; n < N; n++) {
-                            float cr, ci;
-                            bc_at(&p->C, p->c_variable, b, g, d, n, t, &cr, &ci);
-                            y += 2.f * (xt[2 * n] * cr - xt[2 * n + 1] * ci);
-                        }
-                        const float z = at3(&p->z, b, d, t), sz = sigmoid_f(z);
-                        *ptr3(&p->dz, b, d, t) = gt * y * sz * (1.f + z * (1.f - sz));
-                        gt *= z * sz;
+                dD += (double)gt * uu;
+                float du = Dd * gt, ddt = 0.f;
+                for (int64_t n = 0; n < N; n++) {
+                    float br, bi, cr, ci;
+                    bc_at(&p->B, p->b_variable, b, g, d, n, t, &br, &bi);
+                    bc_at(&p->C, p->c_variable, b, g, d, n, t, &cr, &ci);
+                    /* lam_t = conj(a_{t+1}) lam_{t+1} + 2 g conj(C_t) */
+                    const float lr = carry[2 * n] + 2.f * gt * cr, li = carry[2 * n + 1] - 2.f * gt * ci;
+                    /* Re(lam conj(B)) */
+                    const float lb = lr * br + li * bi;
+                    du += dt * lb;
+                    /* w = a_t x_{t-1}; A w; Re(lam conj(A w)) */
+                    const float ar = at[2 * n], ai = at[2 * n + 1];
+                    const float wr = ar * xprev[2 * n] - ai * xprev[2 * n + 1];
+                    const float wi = ar * xprev[2 * n + 1] + ai * xprev[2 * n];
+                    const float *A = cx2(&p->A, d, n);
+                    const float awr = A[0] * wr - A[1] * wi, awi = A[0] * wi + A[1] * wr;
+                    ddt += uu * lb + (lr * awr + li * awi);
+                    /* dA += dt conj(w) lam */
+                    gA[2 * n] += (double)dt * (wr * lr + wi * li);
+                    gA[2 * n + 1] += (double)dt * (wr * li - wi * lr);
+                    /* dB += dt u lam; dC += 2 g conj(x_t) */
+                    const float sbu = dt * uu;
+                    const float dcr = 2.f * gt * xt[2 * n], dci = -2.f * gt * xt[2 * n + 1];
+                    if (p->b_variable) {
+                        float *base = (float *)p->dB.data + b * p->dB.stride[0] + g * p->dB.stride[1] +
+                                      n * p->dB.stride[2];
+                        base[(2 * t) * p->dB.stride[3]] += sbu * lr;
+                        base[(2 * t + 1) * p->dB.stride[3]] += sbu * li;
+                    } else {
+                        gB[2 * n] += (double)sbu * lr;
+                        gB[2 * n + 1] += (double)sbu * li;
                     }
-                    dD += (double)gt * uu;
-                    float du = Dd * gt, ddt = 0.f;
-                    for (int64_t n = 0; n < N; n++) {
-                        float br, bi, cr, ci;
-                        bc_at(&p->B, p->b_variable, b, g, d, n, t, &br, &bi);
-                        bc_at(&p->C, p->c_variable, b, g, d, n, t, &cr, &ci);
-                        /* lam_t = conj(a_{t+1}) lam_{t+1} + 2 g conj(C_t) */
-                        const float lr = carry[2 * n] + 2.f * gt * cr, li = carry[2 * n + 1] - 2.f * gt * ci;
-                        /* Re(lam conj(B)) */
-                        const float lb = lr * br + li * bi;
-                        du += dt * lb;
-                        /* w = a_t x_{t-1}; A w; Re(lam conj(A w)) */
-                        const float ar = at[2 * n], ai = at[2 * n + 1];
-                        const float wr = ar * xprev[2 * n] - ai * xprev[2 * n + 1];
-                        const float wi = ar * xprev[2 * n + 1] + ai * xprev[2 * n];
-                        const float *A = cx2(&p->A, d, n);
-                        const float awr = A[0] * wr - A[1] * wi, awi = A[0] * wi + A[1] * wr;
-                        ddt += uu * lb + (lr * awr + li * awi);
-                        /* dA += dt conj(w) lam */
-                        gA[2 * n] += (double)dt * (wr * lr + wi * li);
-                        gA[2 * n + 1] += (double)dt * (wr * li - wi * lr);
-                        /* dB += dt u lam; dC += 2 g conj(x_t) */
-                        const float sbu = dt * uu;
-                        const float dcr = 2.f * gt * xt[2 * n], dci = -2.f * gt * xt[2 * n + 1];
-                        if (p->b_variable) {
-                            float *base = (float *)p->dB.data + b * p->dB.stride[0] + g * p->dB.stride[1] +
-                                          n * p->dB.stride[2];
-                            base[(2 * t) * p->dB.stride[3]] += sbu * lr;
-                            base[(2 * t + 1) * p->dB.stride[3]] += sbu * li;
-                        } else {
-                            gB[2 * n] += (double)sbu * lr;
-                            gB[2 * n + 1] += (double)sbu * li;
-                        }
-                        if (p->c_variable) {
-                            float *base = (float *)p->dC.data + b * p->dC.stride[0] + g * p->dC.stride[1] +
-                                          n * p->dC.stride[2];
-                            base[(2 * t) * p->dC.stride[3]] += dcr;
-                            base[(2 * t + 1) * p->dC.stride[3]] += dci;
-                        } else {
-                            gC[2 * n] += dcr;
-                            gC[2 * n + 1] += dci;
-                        }
-                        /* carry for t - 1: conj(a_t) lam_t */
-                        carry[2 * n] = ar * lr + ai * li;
-                        carry[2 * n + 1] = ar * li - ai * lr;
+                    if (p->c_variable) {
+                        float *base = (float *)p->dC.data + b * p->dC.stride[0] + g * p->dC.stride[1] +
+                                      n * p->dC.stride[2];
+                        base[(2 * t) * p->dC.stride[3]] += dcr;
+                        base[(2 * t + 1) * p->dC.stride[3]] += dci;
+                    } else {
+                        gC[2 * n] += dcr;
+                        gC[2 * n + 1] += dci;
                     }
-                    const float dv = p->delta_softplus && v <= 20.f ? ddt * sigmoid_f(v) : ddt;
-                    *ptr3(&p->du, b, d, t) = du;
-                    *ptr3(&p->ddelta, b, d, t) = dv;
-                    dbias += dv;
+                    /* carry for t - 1: conj(a_t) lam_t */
+                    carry[2 * n] = ar * lr + ai * li;
+                    carry[2 * n + 1] = ar * li - ai * lr;
                 }
+                const float dv = p->delta_softplus && v <= 20.f ? ddt * sigmoid_f(v) : ddt;
+                *ptr3(&p->du, b, d, t) = du;
+                *ptr3(&p->ddelta, b, d, t) = dv;
+                dbias += dv;
             }
         }
         gA[6 * N] = dD;
@@ -321,11 +314,12 @@ void mvrt_cpu_scan_bwd_complex(const mvrt_scan_params_t *p, int num_threads)
 #endif
         float *ck = scratch + (size_t)tid * thread_floats(p);
         float *xs = ck + chunks_of(p) * 2 * N, *as = xs + MVRT_CSCAN_CHUNK * 2 * N;
+        float *vs = as + MVRT_CSCAN_CHUNK * 2 * N;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (int64_t b = 0; b < p->batch; b++)
-            bwd_batch(p, b, ck, xs, as, sums + (size_t)(b * p->dim) * (size_t)rowsums);
+            bwd_batch(p, b, ck, xs, as, vs, sums + (size_t)(b * p->dim) * (size_t)rowsums);
     }
     /* the parameter sums over the batch, in batch order */
     for (int64_t d = 0; d < p->dim; d++) {
