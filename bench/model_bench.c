@@ -50,6 +50,12 @@ static const bench_row_t gpu_rows[] = {
     {"MambaVision-B, batch 1, bf16", 0, "B", 0, 0, 1, 2, 0, NULL, 0},
     {"MambaVision-L, batch 256, bf16", 0, "L", 0, 0, 256, 2, 0, NULL, 0},
     {"MambaVision-L, batch 1, bf16", 0, "L", 0, 0, 1, 2, 0, NULL, 0},
+    {"MambaVision-T, batch 256, fp16", 0, "T", 0, 0, 256, 3, 0, NULL, 0},
+    {"MambaVision-T, batch 1, fp16", 0, "T", 0, 0, 1, 3, 0, NULL, 0},
+    {"MambaVision-B, batch 256, fp16", 0, "B", 0, 0, 256, 3, 0, NULL, 0},
+    {"MambaVision-B, batch 1, fp16", 0, "B", 0, 0, 1, 3, 0, NULL, 0},
+    {"MambaVision-L, batch 256, fp16", 0, "L", 0, 0, 256, 3, 0, NULL, 0},
+    {"MambaVision-L, batch 1, fp16", 0, "L", 0, 0, 1, 3, 0, NULL, 0},
 };
 
 static const bench_row_t cpu_rows[] = {
@@ -95,10 +101,11 @@ static void anchor_print(const bench_row_t *row, double items_per_s)
 {
     static const char *const fp32_modes[] = {"eager-fp32", "compile-fp32", "graphs-fp32", NULL};
     static const char *const bf16_modes[] = {"eager-bf16", "compile-bf16", "autotune-bf16", "graphs-bf16", NULL};
-    if (!anchor_json || row->block || (row->math != 0 && row->math != 2))
+    static const char *const fp16_modes[] = {"eager-fp16", "compile-fp16", "autotune-fp16", "graphs-fp16", NULL};
+    if (!anchor_json || row->block || row->math == 1)
         return;
     int any = 0;
-    for (const char *const *m = row->math == 2 ? bf16_modes : fp32_modes; *m; m++) {
+    for (const char *const *m = row->math == 2 ? bf16_modes : row->math == 3 ? fp16_modes : fp32_modes; *m; m++) {
         const double theirs = anchor_img_s(row->config, row->batch, *m);
         if (theirs <= 0.0)
             continue;

@@ -51,10 +51,15 @@ struct mvrt_graph {
     mvrt_graph_options_t opt;
     mvrt_buffer_t *workspace;
     size_t workspace_bytes;
-    /* bf16 graphs on backends that take bf16 weights (linear b_bf16): the
-     * model's weight buffer rounded to bf16 once, element for element
-     * (make_weights16); NULL otherwise */
+    /* 16-bit graphs on backends that take 16-bit weights (linear b16):
+     * the model's weight buffer rounded to the graph's 16-bit type once,
+     * element for element (make_weights16); NULL otherwise */
     mvrt_buffer_t *weights16;
+    /* the float ranges [offset, offset + count) of the model's weights that
+     * ops read through weights16 (recorded by the plan: use_weight16), the
+     * only ones whose fp16 range make_weights16 checks */
+    struct weight_range { size_t offset, count; } *w16_ranges;
+    size_t w16_count, w16_cap;
     size_t slot_offset[SLOT_COUNT];       /* bytes */
     size_t scratch_offset, scratch_bytes;
     gnode_t *nodes;
@@ -74,8 +79,8 @@ typedef struct builder {
     char *base;                           /* workspace base (a fake one while planning) */
     const float *weights;
     mvrt_status_t status;
-    int bf16_storage;                     /* see backend_takes_bf16_storage */
-    int map16;                            /* maps NHWC bf16 (see map_slot) */
+    int store16;                          /* 16-bit storage type or 0 (see backend_takes_storage16) */
+    int map16;                            /* maps NHWC 16-bit: store16, or 0 (see map_slot) */
     int map16_declined;                   /* plan: the backend declined a map16 form */
     const uint16_t *weights16;            /* see use_weight16 (a fake base while planning) */
 } builder_t;
@@ -103,15 +108,29 @@ static const float *weight(builder_t *b, const char *prefix, const char *leaf)
     return b->weights + p->offset;
 }
 
-/* Points *w (a pointer into the model's weights that an op reads) at its
- * bf16 copy in the graph's weights16 where the graph keeps one; returns
- * the op's bf16 flag for that operand (a_bf16 / b_bf16). */
-static int use_weight16(const builder_t *b, const float **w)
+/* Points *w (a pointer into the model's weights that an op reads: count
+ * floats) at its 16-bit copy in the graph's weights16 where the graph
+ * keeps one; returns the op's 16-bit field for that operand (a16 / b16:
+ * the type, or 0). The plan records the range (make_weights16 checks it). */
+static int use_weight16(builder_t *b, const float **w, int64_t count)
 {
     if (!b->weights16)
         return 0;
+    mvrt_graph_t *g = b->g;
+    if (!b->emit && b->status == MVRT_OK) {
+        if (g->w16_count == g->w16_cap) {
+            const size_t cap = g->w16_cap ? 2 * g->w16_cap : 64;
+            struct weight_range *r = mvrt_rt_realloc(g->w16_ranges, cap * sizeof *r);
+            if (!r) {
+                b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
+                return 0;
+            }
+            g->w16_ranges = r, g->w16_cap = cap;
+        }
+        g->w16_ranges[g->w16_count++] = (struct weight_range){(size_t)(*w - b->weights), (size_t)count};
+    }
     *w = (const float *)(const void *)(b->weights16 + (*w - b->weights));
-    return 1;
+    return b->store16;
 }
 
 static gnode_t *add_node(builder_t *b, int type)
@@ -202,34 +221,36 @@ static int backend_takes(mvrt_backend_t *be, const mvrt_op_params_t *op)
     return ok;
 }
 
-/* bf16 math on a backend that takes the bf16-storage op forms (every
- * backend now; the CPU with fp32 math through scratch): activations read
- * only by a bf16 GEMM (the LayerNorm outputs before in_proj / qkv / fc1,
- * the MLP hidden) are stored as bf16 by their producers, which saves a
- * rounding pass over each of them on GPUs and makes the CPU's bf16 graph
- * round the same activations. Asked once per
- * graph, through op_scratch_size, leaving the thread's message as it was. */
-static int backend_takes_bf16_storage(mvrt_backend_t *be)
+/* 16-bit math (bf16, fp16) on a backend that takes the 16-bit storage op
+ * forms of that type (every backend now; the CPU with fp32 math through
+ * scratch): activations read only by a 16-bit GEMM (the LayerNorm outputs
+ * before in_proj / qkv / fc1, the MLP hidden) are stored in 16 bits by
+ * their producers, which saves a rounding pass over each of them on GPUs
+ * and makes the CPU's 16-bit graph round the same activations. Asked once
+ * per graph, through op_scratch_size, leaving the thread's message as it
+ * was. */
+static int backend_takes_storage16(mvrt_backend_t *be, int type16)
 {
     mvrt_op_params_t probe = {.kind = MVRT_OP_LAYERNORM};
     probe.u.layernorm.rows = probe.u.layernorm.cols = 1;
     probe.u.layernorm.x_ld = probe.u.layernorm.y_ld = 1;
-    probe.u.layernorm.y_bf16 = 1;
+    probe.u.layernorm.y16 = type16;
     return backend_takes(be, &probe);
 }
-static int bf16_storage(const builder_t *b) { return b->bf16_storage; }
+static int store16(const builder_t *b) { return b->store16; }
 
-/* bf16 weights: the backend takes a linear whose B is stored bf16
- * (b_bf16: GPU backends with a bf16 vendor GEMM). Asked once per graph. */
-static int backend_takes_bf16_weights(mvrt_backend_t *be)
+/* 16-bit weights: the backend takes a linear whose B is stored in the
+ * graph's 16-bit type (b16: GPU backends with a vendor GEMM of that type).
+ * Asked once per graph. */
+static int backend_takes_weights16(mvrt_backend_t *be, int math, int type16)
 {
     mvrt_op_params_t probe = {.kind = MVRT_OP_LINEAR};
     mvrt_linear_params_t *l = &probe.u.linear;
     l->batch = l->M = l->N = l->K = 1;
     l->lda = l->ldb = l->ldy = 1;
     l->trans_b = 1;
-    l->math = MVRT_MATH_BF16;
-    l->b_bf16 = 1;
+    l->math = math;
+    l->b16 = type16;
     return backend_takes(be, &probe);
 }
 
@@ -238,13 +259,13 @@ enum { DENSE_A16 = 1, DENSE_Y16 = 2 }; /* op_dense storage flags */
 #define MV_LAYERNORM_EPS 1e-5f /* MambaVision's nn.LayerNorm default */
 
 static void op_layernorm(builder_t *b, int64_t rows, int64_t cols, const float *x, float *y,
-                         const char *prefix, const char *norm, int y_bf16)
+                         const char *prefix, const char *norm, int y16)
 {
     char leaf[64];
     mvrt_op_params_t op = {.kind = MVRT_OP_LAYERNORM};
     mvrt_layernorm_params_t *p = &op.u.layernorm;
     p->rows = rows, p->cols = cols, p->x = x, p->x_ld = cols, p->y = y, p->y_ld = cols, p->eps = MV_LAYERNORM_EPS;
-    p->y_bf16 = y_bf16;
+    p->y16 = y16 ? store16(b) : 0;
     snprintf(leaf, sizeof leaf, "%s.weight", norm);
     p->weight = weight(b, prefix, leaf);
     snprintf(leaf, sizeof leaf, "%s.bias", norm);
@@ -287,9 +308,9 @@ static void op_dense(builder_t *b, int64_t M, int64_t N, int64_t K, const float 
     dense_params(b, &op, M, N, K, x, y, prefix, layer, has_bias ? "bias" : NULL, act);
     op.u.linear.beta = residual ? 1.0f : 0.0f;
     op.u.linear.residual = residual != y ? residual : NULL;
-    op.u.linear.a_bf16 = (storage & DENSE_A16) != 0;
-    op.u.linear.y_bf16 = (storage & DENSE_Y16) != 0;
-    op.u.linear.b_bf16 = use_weight16(b, &op.u.linear.B);
+    op.u.linear.a16 = storage & DENSE_A16 ? store16(b) : 0;
+    op.u.linear.y16 = storage & DENSE_Y16 ? store16(b) : 0;
+    op.u.linear.b16 = use_weight16(b, &op.u.linear.B, N * K);
     add_op(b, &op);
 }
 
@@ -347,7 +368,7 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
     }
     float *T = slot(b, SLOT_T, M * C);
     float *H = slot(b, SLOT_BIG, M * hidden);
-    const int s16 = bf16_storage(b);
+    const int s16 = store16(b);
     op_norm_dense(b, M, hidden, C, X, T, H, p, "norm2", "mlp.fc1", 1, MVRT_ACT_GELU_ERF,
                   s16 ? DENSE_A16 | DENSE_Y16 : 0);
     op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, X, s16 ? DENSE_A16 : 0);
@@ -403,7 +424,7 @@ static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, i
     mvrt_linear_params_t *l = &op.u.linear;
     l->batch = Bw, l->M = E, l->N = L, l->K = h;
     l->A = w.x_proj_w, l->lda = h, l->batch_stride_a = 0;
-    l->a_bf16 = use_weight16(b, &l->A);
+    l->a16 = use_weight16(b, &l->A, E * h);
     l->B = MX, l->ldb = L, l->batch_stride_b = h * L;
     l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
     l->math = b->g->opt.math;
@@ -414,7 +435,7 @@ static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, i
     op.kind = MVRT_OP_LINEAR;
     l->batch = Bw, l->M = h, l->N = L, l->K = R;
     l->A = w.dt_proj_w, l->lda = R, l->batch_stride_a = 0;
-    l->a_bf16 = use_weight16(b, &l->A);
+    l->a16 = use_weight16(b, &l->A, h * R);
     l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
     l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
     l->bias = w.dt_bias, l->bias_per_row = 1;
@@ -439,7 +460,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     float *YZ = slot(b, SLOT_YZ, Bw * C * L);
     mvrt_op_params_t op;
 
-    const int s16 = bf16_storage(b);
+    const int s16 = store16(b);
     op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE, s16 ? DENSE_A16 : 0);
 
     const int dt_is_step = emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
@@ -471,7 +492,7 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
     l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
     l->b_constant = 1;
-    l->b_bf16 = use_weight16(b, &l->B);
+    l->b16 = use_weight16(b, &l->B, C * C);
     l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
     l->beta = 1.0f;
     l->residual = X_in != X ? X_in : NULL;
@@ -488,7 +509,7 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     int64_t M = Bw * L;
     float *T = slot(b, SLOT_T, M * C);
     float *QKV = slot(b, SLOT_BIG, M * 3 * C);
-    const int s16 = bf16_storage(b);
+    const int s16 = store16(b);
     op_norm_dense(b, M, 3 * C, C, X_in, T, QKV, p, "norm1", "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE,
                   s16 ? DENSE_A16 : 0);
     mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
@@ -520,7 +541,7 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
     c->out_h = (H + 2 - 3) / stride + 1, c->out_w = (W + 2 - 3) / stride + 1;
     c->x = x, c->y = y, c->residual = residual, c->activation = act;
     c->math = b->g->opt.math;
-    c->x_nhwc16 = b->map16 && x_map16;
+    c->x_nhwc16 = x_map16 ? b->map16 : 0;
     c->y_nhwc16 = b->map16;
     snprintf(leaf, sizeof leaf, "%s.weight", conv);
     c->weight = weight(b, prefix, leaf);
@@ -540,7 +561,7 @@ static int64_t down(int64_t n)
     return (n + 2 - 3) / 2 + 1;
 }
 
-/* A map of n elements in slot id: NHWC bf16 (n / 2 floats' room) when the
+/* A map of n elements in slot id: NHWC 16-bit (n / 2 floats' room) when the
  * builder's maps are 16-bit, else NCHW floats. */
 static float *map_slot(builder_t *b, int id, int64_t n)
 {
@@ -674,12 +695,14 @@ static void emit_all(builder_t *b)
 
 /* ---- public API ---------------------------------------------------------- */
 
-/* g->weights16: the model's weights rounded to bf16 (to nearest even),
- * element for element, so that a weight at float offset i is at bf16
- * offset i. Converted on the host in slices (no second full copy of a
- * large model in host memory), each slice's upload finished before its
- * host buffer is refilled. */
-static mvrt_status_t make_weights16(mvrt_graph_t *g)
+/* g->weights16: the model's weights rounded to the 16-bit type (to
+ * nearest even), element for element, so that a weight at float offset i
+ * is at 16-bit offset i. Converted on the host in slices (no second full
+ * copy of a large model in host memory), each slice's upload finished
+ * before its host buffer is refilled. fp16: a finite weight that an op
+ * reads in 16 bits (g->w16_ranges) beyond fp16's range (65504) would
+ * become infinite, so the graph is refused instead. */
+static mvrt_status_t make_weights16(mvrt_graph_t *g, int type16)
 {
     static const char fn[] = "mvrt_graph_create";
     enum { SLICE = 1 << 20 }; /* floats per slice */
@@ -699,7 +722,16 @@ static mvrt_status_t make_weights16(mvrt_graph_t *g)
         if (st == MVRT_OK)
             st = be->vt->stream_synchronize(be->device, be->vt->default_stream(be->device));
         for (size_t j = 0; st == MVRT_OK && j < n; j++)
-            b16[j] = mvrt_f32_to_bf16(f32[j]);
+            b16[j] = type16 == MVRT_STORAGE16_F16 ? mvrt_f32_to_f16(f32[j]) : mvrt_f32_to_bf16(f32[j]);
+        for (size_t r = 0; st == MVRT_OK && type16 == MVRT_STORAGE16_F16 && r < g->w16_count; r++) {
+            const size_t lo = g->w16_ranges[r].offset, hi = lo + g->w16_ranges[r].count;
+            for (size_t k = lo > i ? lo : i; st == MVRT_OK && k < hi && k < i + n; k++)
+                if ((b16[k - i] & 0x7c00u) == 0x7c00u && isfinite(f32[k - i]))
+                    st = mvrt_error_set(MVRT_ERR_UNSUPPORTED,
+                                        "%s: fp16 math: weight element %zu of the model (%g) is beyond fp16's range "
+                                        "(65504); use bf16 or fp32 math",
+                                        fn, k, (double)f32[k - i]);
+        }
         if (st == MVRT_OK)
             st = mvrt_copy_host_to_device(NULL, g->weights16, i * sizeof(uint16_t), b16, n * sizeof(uint16_t));
         if (st == MVRT_OK)
@@ -717,9 +749,9 @@ static mvrt_status_t io_shapes(mvrt_graph_t *g)
     static const char fn[] = "mvrt_graph_create";
     if (o->batch < 1 || o->batch > (1 << 24))
         return mvrt_error_set(INVALID, "%s: options->batch = %lld out of range [1, 2^24]", fn, (long long)o->batch);
-    if (o->math < 0 || o->math > 2)
-        return mvrt_error_set(INVALID, "%s: options->math = %d (0 exact fp32, 1 fast TF32, 2 fast bf16)", fn,
-                              o->math);
+    if (o->math < 0 || o->math > 3)
+        return mvrt_error_set(INVALID, "%s: options->math = %d (0 exact fp32, 1 fast TF32, 2 fast bf16, 3 fast fp16)",
+                              fn, o->math);
     if (c->kind == MVRT_MODEL_MIXER_BLOCK || c->kind == MVRT_MODEL_ATTENTION_BLOCK) {
         if (o->tokens < 1 || o->tokens > (1 << 20))
             return mvrt_error_set(INVALID, "%s: options->tokens = %lld out of range [1, 2^20] for a block", fn,
@@ -771,23 +803,27 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
 
     /* Plan: slot sizes with a fake base (no pointer is dereferenced). */
     /* plan and emit passes must agree on the op forms */
-    const int s16 = g->opt.math == MVRT_MATH_BF16 && backend_takes_bf16_storage(g->backend);
+    const int math = g->opt.math;
+    const int type16 = math == MVRT_MATH_BF16 ? MVRT_STORAGE16_BF16 : math == MVRT_MATH_FP16 ? MVRT_STORAGE16_F16 : 0;
+    const int s16 = type16 && backend_takes_storage16(g->backend, type16) ? type16 : 0;
     /* a network's maps in 16-bit NHWC where the backend takes every conv
      * in that form, else (a second plan) NCHW floats */
-    const int map16 = s16 && model->config.kind == MVRT_MODEL_NETWORK;
-    /* bf16 weights rounded once here, not on every run (a fake base while planning) */
-    const uint16_t *fake16 = s16 && backend_takes_bf16_weights(g->backend) ? (const uint16_t *)(uintptr_t)0x200000 : NULL;
+    const int map16 = model->config.kind == MVRT_MODEL_NETWORK ? s16 : 0;
+    /* 16-bit weights rounded once here, not on every run (a fake base while planning) */
+    const uint16_t *fake16 =
+        s16 && backend_takes_weights16(g->backend, math, s16) ? (const uint16_t *)(uintptr_t)0x200000 : NULL;
     builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, map16, 0,
                    fake16};
     emit_all(&b);
     if (b.status == MVRT_OK && b.map16_declined) {
         g->scratch_bytes = 0;
+        g->w16_count = 0;
         b = (builder_t){g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, 0, 0,
                         fake16};
         emit_all(&b);
     }
     if (b.status) {
-        free(g);
+        free(g->w16_ranges), free(g);
         return b.status;
     }
     size_t total = 0;
@@ -795,7 +831,7 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
         g->slot_offset[i] = total;
         size_t bytes = (b.slot_floats[i] * sizeof(float) + 255) & ~(size_t)255;
         if (bytes / sizeof(float) < b.slot_floats[i]) {
-            free(g);
+            free(g->w16_ranges), free(g);
             return mvrt_error_set(INVALID, "%s: the workspace size overflows", fn);
         }
         total += bytes;
@@ -805,10 +841,10 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     g->workspace_bytes = total;
     st = mvrt_buffer_alloc(g->backend, total ? total : 256, &g->workspace);
     if (st) {
-        free(g);
+        free(g->w16_ranges), free(g);
         return st;
     }
-    if (fake16 && (st = make_weights16(g)) != MVRT_OK) {
+    if (fake16 && (st = make_weights16(g, s16)) != MVRT_OK) {
         mvrt_graph_destroy(g);
         return st;
     }
@@ -834,6 +870,7 @@ void mvrt_graph_destroy(mvrt_graph_t *graph)
         be->vt->graph_destroy(be->device, graph->exec);
     mvrt_buffer_free(graph->workspace);
     mvrt_buffer_free(graph->weights16);
+    free(graph->w16_ranges);
     free(graph->nodes);
     free(graph);
 }

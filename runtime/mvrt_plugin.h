@@ -24,11 +24,13 @@ extern "C" {
 /* 2: op_scratch_size/op_run added (MambaVision ops). 3: the 16-bit NHWC
  * map fields of the conv2d, window and pool parameters (a plugin built
  * before them would read such maps as NCHW floats: refused instead). 4: a
- * linear's bf16 weights (b_bf16) and the scan's complex A (complex_a),
- * which an older plugin would read as floats or real A. The entry symbol
- * keeps its name; the runtime passes its ABI version and checks the
- * vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 4u
+ * linear's bf16 weights (b16) and the scan's complex A (complex_a),
+ * which an older plugin would read as floats or real A. 5: the 16-bit
+ * storage fields hold a type (MVRT_STORAGE16_BF16 / _F16) instead of 1,
+ * and math MVRT_MATH_FP16; an older plugin would read fp16 as bf16. The
+ * entry symbol keeps its name; the runtime passes its ABI version and
+ * checks the vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 5u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

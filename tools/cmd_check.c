@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "golden_scan.h"
 #include "model_golden.h"
+#include "model_run.h"
 
 #define CHECK_EXIT_FAIL 1
 #define CHECK_EXIT_USAGE 2
@@ -20,7 +21,7 @@ static void check_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt check FILE [--backend NAME] [--dtype f32|f16|bf16] [--strided]\n"
-            "                  [--precision fp32|fast|bf16] [--threads N] [--verbose]\n"
+            "                  [--precision " MVRT_MR_PRECISION_USAGE "] [--threads N] [--verbose]\n"
             "\n"
             "Runs every case of a selective-scan golden file (.safetensors with metadata\n"
             "'cases' and 'case<i>', tensors 'case<i>.u', ...) forward and backward on one\n"
@@ -31,7 +32,8 @@ static void check_usage(FILE *to)
             "<name>.weights.<parameter>) is run through a graph instead: every part in the\n"
             "file, twice (the second run replays the captured graph on GPUs and must be\n"
             "bit-identical), compared with |got - ref| <= atol + rtol |ref|, rtol 2e-4 and\n"
-            "atol 2e-4 x RMS(ref) (--precision fast: 2e-2 and 2e-2 x RMS).\n"
+            "atol 2e-4 x RMS(ref) (--precision fast and fp16: 2e-2 and 2e-2 x RMS; bf16:\n"
+            "5e-2 and 5e-2 x RMS).\n"
             "\n"
             "  --backend NAME  cpu, cuda, cuda:N, hip, hip:N or auto (default auto)\n"
             "  --dtype T       input dtype of the run (default f32); f16/bf16 inputs are\n"
@@ -39,7 +41,8 @@ static void check_usage(FILE *to)
             "                  float64 golden outputs under the wider f16/bf16 tolerances\n"
             "  --strided       pass every tensor with padded, non-contiguous strides\n"
             "  --threads N     worker threads of the backend (CPU)\n"
-            "  --precision P   MambaVision files: fp32 (default, exact) or fast (TF32 GEMMs)\n"
+            "  --precision P   MambaVision files: fp32 (default, exact), fast (TF32 GEMMs),\n"
+            "                  bf16 or fp16 (16-bit operands and activations)\n"
             "  --verbose       one line per output with its errors and tolerance\n"
             "\n"
             "Tolerance: |x - ref| <= atol + rtol |ref| per element; base rtol/atol f32\n"
@@ -98,7 +101,7 @@ static int check_model_file(const mvrt_safetensors_t *file, const char *path, ch
     memset(&info, 0, sizeof info);
     mvrt_backend_device_info(be, &info);
     printf("mvrt check %s: %d MambaVision part(s) on %s (%s), %s math\n", path, nparts, mvrt_backend_name(be),
-           info.name[0] ? info.name : "?", math == 1 ? "fast (TF32)" : math == 2 ? "bf16" : "fp32");
+           info.name[0] ? info.name : "?", mvrt_mr_precision_words(math));
     int passed = 0, failed = 0;
     for (int i = 0; i < nparts; i++) {
         mvrt_mg_result_t r;
@@ -140,13 +143,12 @@ int mvrt_cmd_check(int argc, char **argv)
         } else if (strcmp(a, "--strided") == 0) {
             strided = 1;
         } else if (strcmp(a, "--precision") == 0) {
-            if (i + 1 >= argc || (strcmp(argv[i + 1], "fp32") != 0 && strcmp(argv[i + 1], "fast") != 0 &&
-                                  strcmp(argv[i + 1], "bf16") != 0)) {
-                fprintf(stderr, "mvrt check: --precision must be fp32, fast (TF32) or bf16\n");
+            math = i + 1 < argc ? mvrt_mr_parse_precision(argv[i + 1]) : -1;
+            if (math < 0) {
+                fprintf(stderr, "mvrt check: --precision must be fp32, fast (TF32), bf16 or fp16\n");
                 return CHECK_EXIT_USAGE;
             }
             ++i;
-            math = !strcmp(argv[i], "fast") ? 1 : !strcmp(argv[i], "bf16") ? 2 : 0;
         } else if (strcmp(a, "--backend") == 0 || strcmp(a, "--dtype") == 0 ||
                    strcmp(a, "--threads") == 0) {
             if (i + 1 >= argc) {

@@ -26,7 +26,7 @@ static void classify_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt classify [--weights FILE [--prefix P]] [--config NAME] [--backend NAME]\n"
-            "                     [--precision fp32|fast|bf16] [--top K] [--batch N] [--json]\n"
+            "                     [--precision fp32|fast|bf16|fp16] [--top K] [--batch N] [--json]\n"
             "                     [--labels FILE] [--seed S] [--dump-input FILE] FILE|DIR...\n"
             "Decodes JPEG / PNG files (a DIR: its .jpg/.jpeg/.png files), preprocesses them as\n"
             "timm's evaluation transform of the pretrained config does (bicubic resize of the\n"

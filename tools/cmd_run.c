@@ -14,7 +14,7 @@ static void run_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt run [--backend NAME] [--config NAME] [--weights FILE [--prefix P]]\n"
-            "                [--batch N] [--batches N] [--image H[xW]] [--precision fp32|fast|bf16]\n"
+            "                [--batch N] [--batches N] [--image H[xW]] [--precision fp32|fast|bf16|fp16]\n"
             "                [--devices LIST] [--threads N] [--seed S] [--agreement MIN] [--no-progress]\n"
             "\n"
             "Runs a MambaVision network on random images (seeded) and prints images/s,\n"
@@ -30,7 +30,8 @@ static void run_usage(FILE *to)
             "  --batches N      timed batches after one warm-up batch (default 30 GPU, 3 CPU)\n"
             "  --image H[xW]    input size (default 224)\n"
             "  --precision P    fp32 (default, matches PyTorch with TF32 off), fast (TF32 GEMMs\n"
-            "                   and convs) or bf16 (bf16 operands, fp32 accumulation)\n"
+            "                   and convs), bf16 or fp16 (16-bit operands and activations, fp32\n"
+            "                   accumulation)\n"
             "  --devices LIST   split each batch over devices of the backend, e.g. 0,1\n"
             "  --threads N      CPU threads (default: all cores)\n"
             "  --seed S         seed of the weights (without --weights) and of the images (0)\n"
@@ -223,9 +224,7 @@ int mvrt_cmd_run(int argc, char **argv)
            config, (double)mvrt_model_parameter_count(mr.model[0]) / 1e6,
            spec.weights ? spec.weights : "seeded weights", (long long)height, (long long)width, (long long)batch,
            spec.backend, spec.devices ? " devices " : "", spec.devices ? spec.devices : "",
-           info.name[0] ? info.name : "?", spec.options.math == 1   ? "fast (TF32)"
-           : spec.options.math == 2 ? "bf16 (fp32 accumulation)"
-                                    : "fp32");
+           info.name[0] ? info.name : "?", mvrt_mr_precision_words(spec.options.math));
     printf("  setup %.2f s: weights %.1f MiB, workspace %.1f MiB per device, %lld ops per batch\n", t_load,
            (double)gs.weight_bytes / 1048576.0, (double)gs.workspace_bytes / 1048576.0, (long long)gs.nodes);
 

@@ -26,9 +26,12 @@ typedef struct mvrt_mg_result {
 
 /* Loads the part `name` onto `backend`, runs it twice (the second run
  * replays a captured graph on GPUs; the two must agree bit for bit) and
- * compares with the golden output. math: 0 exact fp32, 1 fast. Returns 0
+ * compares with the golden output. math: 0 exact fp32, 1 fast (TF32),
+ * 2 bf16, 3 fp16 (mvrt_graph_options_t.math). Returns 0
  * when it ran (pass or fail is in *res: worst_ratio <= 1), -1 with a
  * message in err when it could not run. */
+/* The tolerance factor k of the math mode (rtol = k, atol = k RMS(ref)). */
+double mvrt_mg_rtol(int math);
 int mvrt_mg_check(mvrt_backend_t *backend, const mvrt_safetensors_t *file, const char *name, int math,
                   mvrt_mg_result_t *res, char *err, size_t errlen);
 

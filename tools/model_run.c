@@ -22,6 +22,25 @@ static int mr_fail(char *err, size_t errlen, mvrt_status_t *status, mvrt_status_
     return -1;
 }
 
+int mvrt_mr_parse_precision(const char *name)
+{
+    static const char *const names[] = {"fp32", "fast", "bf16", "fp16"};
+    for (int i = 0; i < 4; i++)
+        if (name && !strcmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+const char *mvrt_mr_precision_words(int math)
+{
+    switch (math) {
+    case 1: return "fast (TF32)";
+    case 2: return "bf16 (fp32 accumulation)";
+    case 3: return "fp16 (fp32 accumulation)";
+    default: return "fp32";
+    }
+}
+
 int mvrt_mr_model_option(mvrt_mr_spec_t *spec, const char **config, const char *opt, const char *value,
                          const char *cmd)
 {
@@ -34,11 +53,12 @@ int mvrt_mr_model_option(mvrt_mr_spec_t *spec, const char **config, const char *
     else if (!strcmp(opt, "--prefix"))
         spec->prefix = value;
     else if (!strcmp(opt, "--precision")) {
-        if (strcmp(value, "fp32") && strcmp(value, "fast") && strcmp(value, "bf16")) {
-            fprintf(stderr, "%s: --precision must be fp32, fast (TF32) or bf16\n", cmd);
+        const int math = mvrt_mr_parse_precision(value);
+        if (math < 0) {
+            fprintf(stderr, "%s: --precision must be fp32, fast (TF32), bf16 or fp16\n", cmd);
             return -1;
         }
-        spec->options.math = !strcmp(value, "fast") ? 1 : !strcmp(value, "bf16") ? 2 : 0;
+        spec->options.math = math;
     } else {
         return 0;
     }

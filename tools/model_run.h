@@ -32,8 +32,15 @@ typedef struct mvrt_mr_spec {
     int threads;                /* CPU threads, 0 = default */
 } mvrt_mr_spec_t;
 
+/* --precision's values: "fp32" 0, "fast" 1 (TF32), "bf16" 2, "fp16" 3
+ * (mvrt_graph_options_t.math); -1 for any other string. */
+int mvrt_mr_parse_precision(const char *name);
+/* The math mode in words for reports ("fp32", "fast (TF32)", ...). */
+const char *mvrt_mr_precision_words(int math);
+#define MVRT_MR_PRECISION_USAGE "fp32|fast|bf16|fp16"
+
 /* The model options `mvrt run` and `mvrt classify` share: --backend,
- * --config (into *config), --weights, --prefix, --precision fp32|fast|bf16.
+ * --config (into *config), --weights, --prefix, --precision fp32|fast|bf16|fp16.
  * Returns 1 when `opt` is one of them (spec updated), 0 when it is not,
  * -1 for a bad value (message on stderr, prefixed with `cmd`). */
 int mvrt_mr_model_option(mvrt_mr_spec_t *spec, const char **config, const char *opt, const char *value,

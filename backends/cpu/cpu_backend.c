@@ -397,11 +397,12 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
 /* ---- MambaVision ops ---------------------------------------------------- */
 
 /* The fused mixer projections, the fused MLP, the linear with a folded
- * LayerNorm and bf16 weights (linear b_bf16) are GPU-only forms: the CPU runs the ops they fuse. The
- * bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16, the
- * NHWC bf16 maps of conv2d, window and pool) run here too, in fp32 math
- * through scratch (ops/common/mv_cpu.h), so that a bf16
- * graph stores the same activations in 16 bits on every backend. */
+ * LayerNorm and 16-bit weights (linear b16) are GPU-only forms: the CPU
+ * runs the ops they fuse. The 16-bit storage forms, bf16 and fp16
+ * (layernorm y16, linear a16 / y16, the NHWC 16-bit maps of conv2d,
+ * window and pool) run here too, in fp32 math through scratch
+ * (ops/common/mv_cpu.h), so that a 16-bit graph stores the same
+ * activations in 16 bits on every backend. */
 static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
 {
     if (p->kind == MVRT_OP_MIXER_PROJ)
@@ -410,14 +411,19 @@ static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: the fused MLP is a GPU-only form");
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: a linear with a folded LayerNorm is a GPU-only form");
-    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b_bf16)
+    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED,
-                         "cpu: a linear's bf16 B (b_bf16) is a GPU form; the CPU computes bf16 graphs in fp32 from "
+                         "cpu: a linear's 16-bit B (b16) is a GPU form; the CPU computes 16-bit graphs in fp32 from "
                          "fp32 weights");
+    if (mvrt_op_storage16(p) < 0)
+        return CPU_ERROR(MVRT_ERR_UNSUPPORTED,
+                         "cpu: op kind %d: 16-bit storage fields must hold 0, MVRT_STORAGE16_BF16 or "
+                         "MVRT_STORAGE16_F16, one type per op, matching a bf16 / fp16 math",
+                         p->kind);
     return MVRT_OK;
 }
 
-/* Scratch of the bf16-storage forms (fp32 copies), 0 for the others;
+/* Scratch of the 16-bit storage forms (fp32 copies), 0 for the others;
  * answers which forms the CPU takes (the graph runner probes with it). */
 static mvrt_status_t mvrt_cpu_op_scratch_entry(void *device, const mvrt_op_params_t *p, size_t *out_bytes)
 {
@@ -437,7 +443,7 @@ static mvrt_status_t mvrt_cpu_op_run_entry(void *device, void *stream, const mvr
         return st;
     const int rc = mvrt_cpu_op_run(p, scratch, mvrt_cpu_threads(device));
     if (rc == -2)
-        return CPU_ERROR(MVRT_ERR_INVALID_ARGUMENT, "cpu: op kind %d (bf16 storage) needs %zu bytes of scratch, got none",
+        return CPU_ERROR(MVRT_ERR_INVALID_ARGUMENT, "cpu: op kind %d (16-bit storage) needs %zu bytes of scratch, got none",
                          p->kind, mvrt_cpu_op_scratch_bytes(p));
     if (rc != 0)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: op kind %d is not implemented", p->kind);

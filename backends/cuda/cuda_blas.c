@@ -198,7 +198,7 @@ static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n)
 {
     mvrt_cuda_blas_t *b = blas;
-    if (b->fp32_3xtf32 && g->math == MVRT_MATH_FP32 && !g->bf16_operands) {
+    if (b->fp32_3xtf32 && g->math == MVRT_MATH_FP32 && !g->ab16) {
         const int rc = mvrt_cuda_gemm_3xtf32(s, g, b->sm_count, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_DECLINED) return rc;
     }
@@ -210,12 +210,13 @@ int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, ch
         g->ldb < 1 || g->lda < 1 || g->ldy < 1)
         return MVRT_GPU_GEMM_DECLINED;
     const float one = 1.f, beta = g->beta;
-    /* bf16 operands: plain fp32 accumulation (the products of two bf16 are
-     * exact in fp32); TF32 only when asked for */
-    const cublasComputeType_t ct = g->math == MVRT_MATH_FAST && !g->bf16_operands ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                                  : CUBLAS_COMPUTE_32F;
-    const cudaDataType ab = g->bf16_operands ? CUDA_R_16BF : CUDA_R_32F;
-    const cudaDataType yt = g->bf16_operands && g->y_bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    /* 16-bit operands: plain fp32 accumulation (the products of two bf16 or
+     * two fp16 values are exact in fp32); TF32 only when asked for */
+    const cublasComputeType_t ct = g->math == MVRT_MATH_FAST && !g->ab16 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                         : CUBLAS_COMPUTE_32F;
+    const cudaDataType t16 = g->ab16 == MVRT_STORAGE16_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    const cudaDataType ab = g->ab16 ? t16 : CUDA_R_32F;
+    const cudaDataType yt = g->ab16 && g->y16 ? t16 : CUDA_R_32F;
     const cublasOperation_t opb = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t opa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
 

@@ -1,6 +1,6 @@
 /* conv2d (NCHW) as CUTLASS's implicit-GEMM convolution on tensor cores:
- * 3xTF32 for fp32 math (fp32 accuracy), plain TF32 for fast math, bf16
- * operands with fp32 accumulation for bf16 math (contract:
+ * 3xTF32 for fp32 math (fp32 accuracy), plain TF32 for fast math, bf16 /
+ * fp16 operands with fp32 accumulation for bf16 / fp16 math (contract:
  * cuda_conv_3xtf32.h).
  *
  * Why: the shared conv path (ops/conv2d/conv2d_gpu.cuh) writes the patch
@@ -12,9 +12,9 @@
  * transposes X to NHWC (one read and one write of the input), runs the
  * convolution into an NHWC scratch, and transposes the result into NCHW
  * with the bias (per output channel), the activation and the residual.
- * In bf16 math the NHWC input and the KRSC filter are staged as bf16 (the
- * transposes round to nearest even: the same operands the im2col + bf16
- * GEMM path multiplied) and the NHWC result stays fp32.
+ * In bf16 / fp16 math the NHWC input and the KRSC filter are staged in
+ * that type (the transposes round to nearest even: the same operands the
+ * im2col + 16-bit GEMM path multiplied) and the NHWC result stays fp32.
  *
  * Chunks: at most MVRT_CONV_IMPLICIT_CAP bytes of NHWC input + output per
  * chunk (the scratch stays bounded at any batch); the filter in KRSC
@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #ifdef MVRT_HAVE_CUTLASS
 #include "cutlass/conv/conv2d_problem_size.h"
@@ -70,7 +71,9 @@ bool forced()
     return force;
 }
 
-/* The 16-bit map forms (x_nhwc16 / y_nhwc16): bf16 math, y NHWC bf16,
+static bool math16(int math) { return math == MVRT_MATH_BF16 || math == MVRT_MATH_FP16; }
+
+/* The 16-bit map forms (x_nhwc16 / y_nhwc16): bf16 or fp16 math, y NHWC of that type,
  * output and (NHWC) input channels multiples of 4 (16-byte vectors where
  * both are multiples of 8, else 8-byte ones: MambaVision-L's 196
  * channels; an NCHW float input is staged with its channels padded to 8),
@@ -81,7 +84,7 @@ bool eligible_nhwc16(const mvrt_conv2d_params_t *p)
 {
     const bool act_ok = p->activation == MVRT_ACT_NONE ||
                         (!p->residual && (p->activation == MVRT_ACT_RELU || p->activation == MVRT_ACT_GELU_TANH));
-    return p->y_nhwc16 && p->math == MVRT_MATH_BF16 && act_ok && p->batch > 0 && p->out_channels % 4 == 0 &&
+    return p->y_nhwc16 && math16(p->math) && act_ok && p->batch > 0 && p->out_channels % 4 == 0 &&
            (!p->x_nhwc16 || p->in_channels % 4 == 0) && p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 &&
            p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 8 && p->out_h * p->out_w <= INT_MAX / 8 &&
            p->in_channels <= 65536 && p->out_channels <= 65536;
@@ -91,10 +94,10 @@ bool eligible(const mvrt_conv2d_params_t *p)
 {
     if (p->x_nhwc16 || p->y_nhwc16) return eligible_nhwc16(p);
     if (!forced() && p->batch * p->out_h * p->out_w < 8192) return false;
-    /* 16-byte vectors along C and K (CUTLASS's alignment 4 floats, 8 bf16
-     * of the operands; the fp32 output 4); int sizes */
-    const int vec = p->math == MVRT_MATH_BF16 ? 8 : 4;
-    return (p->math == MVRT_MATH_FP32 || p->math == MVRT_MATH_FAST || p->math == MVRT_MATH_BF16) && p->batch > 0 &&
+    /* 16-byte vectors along C and K (CUTLASS's alignment 4 floats, 8 16-bit
+     * values of the operands; the fp32 output 4); int sizes */
+    const int vec = math16(p->math) ? 8 : 4;
+    return (p->math == MVRT_MATH_FP32 || p->math == MVRT_MATH_FAST || math16(p->math)) && p->batch > 0 &&
            p->in_channels % vec == 0 && p->out_channels % vec == 0 &&
            p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 && p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 4 &&
            p->out_h * p->out_w <= INT_MAX / 4 && p->in_channels <= 65536 && p->out_channels <= 65536 &&
@@ -120,7 +123,7 @@ int64_t padded_in_channels(const mvrt_conv2d_params_t *p)
     return p->y_nhwc16 && !p->x_nhwc16 ? (p->in_channels + 7) / 8 * 8 : p->in_channels;
 }
 
-/* The 16-bit forms read x (NHWC bf16) and write y in place; only an NCHW
+/* The 16-bit forms read x (NHWC 16-bit) and write y in place; only an NCHW
  * float input is staged. Chunks keep CUTLASS's int element indices (and
  * the staged input within the cap). */
 implicit_plan make_plan_nhwc16(const mvrt_conv2d_params_t *p)
@@ -147,7 +150,7 @@ implicit_plan make_plan(const mvrt_conv2d_params_t *p)
 {
     if (p->x_nhwc16 || p->y_nhwc16) return make_plan_nhwc16(p);
     implicit_plan c{};
-    const int64_t operand_bytes = p->math == MVRT_MATH_BF16 ? 2 : 4; /* staged input and filter */
+    const int64_t operand_bytes = math16(p->math) ? 2 : 4; /* staged input and filter */
     const int64_t in_img = p->in_channels * p->in_h * p->in_w * operand_bytes;
     const int64_t out_img = p->out_channels * p->out_h * p->out_w * 4;
     int64_t chunk = chunk_cap_bytes() / (in_img + out_img);
@@ -192,10 +195,10 @@ struct store_plain {
     __device__ void operator()(int64_t o, int, float v) const { dst[o] = v; }
 };
 
-/* NCHW -> NHWC in bf16 (round to nearest even) */
-struct store_bf16 {
-    cutlass::bfloat16_t *dst;
-    __device__ void operator()(int64_t o, int, float v) const { dst[o] = cutlass::bfloat16_t(v); }
+/* NCHW -> NHWC in 16 bits, E bf16 or half (round to nearest even) */
+template <typename E> struct store16 {
+    E *dst;
+    __device__ void operator()(int64_t o, int, float v) const { dst[o] = E(v); }
 };
 
 /* NHWC -> NCHW: y = act(v + bias[k]) + residual, k the output channel */
@@ -219,7 +222,7 @@ cudaError_t launch_transpose(const float *src, int rows, int cols, int64_t image
     return cudaGetLastError();
 }
 
-/* (K, C, R, S) -> (K, R, S, C), as T (float, or bf16 rounded to nearest even) */
+/* (K, C, R, S) -> (K, R, S, C), as T (float, or bf16 / half rounded to nearest even) */
 template <typename T>
 __global__ void __launch_bounds__(256) kcrs_to_krsc_kernel(const float *__restrict__ w, T *__restrict__ wt, int K,
                                                            int C, int RS)
@@ -293,9 +296,10 @@ struct conv_implicit {
  * that probe: only power-of-two widths are used. */
 template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename MathOp>
 using conv_tf32 = conv_implicit<float, TM, TN, TK, WM, WN, STAGES, MathOp, 8, 4>;
-/* bf16 operands on the m16n8k16 bf16 instruction, 8-element (16-byte) loads */
-template <int TM, int TN, int TK, int WM, int WN, int STAGES>
-using conv_bf16 = conv_implicit<cutlass::bfloat16_t, TM, TN, TK, WM, WN, STAGES, cutlass::arch::OpMultiplyAdd, 16, 8>;
+/* 16-bit operands (E: bf16 or half) on the m16n8k16 instruction of that
+ * type, 8-element (16-byte) loads */
+template <typename E, int TM, int TN, int TK, int WM, int WN, int STAGES>
+using conv16 = conv_implicit<E, TM, TN, TK, WM, WN, STAGES, cutlass::arch::OpMultiplyAdd, 16, 8>;
 
 /* bf16 tiles, from MambaVision-T at batch 256 on an H200 (ms per op group,
  * 2026-11-27; 128x32x32 s4, the fp32 path's choice for 80 / 160 channels,
@@ -304,13 +308,15 @@ using conv_bf16 = conv_implicit<cutlass::bfloat16_t, TM, TN, TK, WM, WN, STAGES,
  * 80->160 s2 0.51; 256x64x32 s3 took 160->160 28x28 (x6) 2.94 ms against
  * 3.27 for 128x128. So: more than 128 output channels at stride 1 ->
  * 256x64, else 128x128 (the padding of 80 channels to 128 costs less than
- * narrower tiles' shared-memory traffic). */
-int run_conv_bf16(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const cutlass::bfloat16_t *xt,
-                  const cutlass::bfloat16_t *wt, float *yt, char *msg, size_t msg_n)
+ * narrower tiles' shared-memory traffic). fp16 takes the same tiles. */
+template <typename E>
+int run_conv16(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const E *xt, const E *wt, float *yt,
+               char *msg, size_t msg_n)
 {
+    const char *what = std::is_same<E, cutlass::half_t>::value ? "fp16" : "bf16";
     if (p->out_channels > 128 && p->stride == 1)
-        return conv_bf16<256, 64, 32, 64, 64, 3>::run(s, p, nb, xt, wt, yt, "bf16", msg, msg_n);
-    return conv_bf16<128, 128, 32, 64, 64, 4>::run(s, p, nb, xt, wt, yt, "bf16", msg, msg_n);
+        return conv16<E, 256, 64, 32, 64, 64, 3>::run(s, p, nb, xt, wt, yt, what, msg, msg_n);
+    return conv16<E, 128, 128, 32, 64, 64, 4>::run(s, p, nb, xt, wt, yt, what, msg, msg_n);
 }
 
 int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const float *xt, const float *wt, float *yt,
@@ -332,25 +338,26 @@ int run_conv(cudaStream_t s, const mvrt_conv2d_params_t *p, int64_t nb, const fl
 
 /* ---- the 16-bit map forms ---- */
 
-/* NCHW floats -> NHWC bf16 with cp >= C channels (zeros past C), one
- * thread per pixel: reads coalesced along the pixels of each channel. */
-__global__ void __launch_bounds__(256) nchw_to_nhwc16_padded_kernel(const float *__restrict__ x,
-                                                                     cutlass::bfloat16_t *__restrict__ xt, int C,
-                                                                     int cp, int hw, int64_t pixels)
+/* NCHW floats -> NHWC 16-bit (E) with cp >= C channels (zeros past C),
+ * one thread per pixel: reads coalesced along the pixels of each channel. */
+template <typename E>
+__global__ void __launch_bounds__(256) nchw_to_nhwc16_padded_kernel(const float *__restrict__ x, E *__restrict__ xt,
+                                                                     int C, int cp, int hw, int64_t pixels)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < pixels;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t n = i / hw, pix = i % hw;
         for (int c = 0; c < cp; c++)
-            xt[i * cp + c] = cutlass::bfloat16_t(c < C ? x[(n * C + c) * hw + pix] : 0.f);
+            xt[i * cp + c] = E(c < C ? x[(n * C + c) * hw + pix] : 0.f);
     }
 }
 
-/* (K, C, R, S) floats -> (K, R, S, cp) bf16 (zeros past C), and the bias
- * (K floats, or zeros) into a 32-byte aligned copy for the epilogue's
- * vector loads. */
+/* (K, C, R, S) floats -> (K, R, S, cp) 16-bit E (zeros past C), and the
+ * bias (K floats, or zeros) into a 32-byte aligned copy for the
+ * epilogue's vector loads. */
+template <typename E>
 __global__ void __launch_bounds__(256) stage_filter16_kernel(const float *__restrict__ w, const float *__restrict__ bias,
-                                                             cutlass::bfloat16_t *__restrict__ wt,
+                                                             E *__restrict__ wt,
                                                              float *__restrict__ bias_out, int K, int C, int cp,
                                                              int RS)
 {
@@ -358,18 +365,19 @@ __global__ void __launch_bounds__(256) stage_filter16_kernel(const float *__rest
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t k = i / ((int64_t)RS * cp), rem = i % ((int64_t)RS * cp);
         const int64_t rs = rem / cp, c = rem % cp;
-        wt[i] = cutlass::bfloat16_t(c < C ? w[(k * C + c) * RS + rs] : 0.f);
+        wt[i] = E(c < C ? w[(k * C + c) * RS + rs] : 0.f);
         if (i < K) bias_out[i] = bias ? bias[i] : 0.f;
     }
 }
 
-/* One bf16 implicit-GEMM conv with the whole epilogue in CUTLASS's
- * bias-broadcast epilogue: y = Act(acc + bias + beta * residual), stored
- * as bf16 NHWC (Act: Identity, ReLu or GELU_taylor, PyTorch's tanh GELU;
- * beta 1 with a residual, else the residual is not read). */
-template <int TM, int TN, int TK, int WM, int WN, int STAGES, typename Act, int ALIGN>
-struct conv_bf16_fused {
-    using bf16 = cutlass::bfloat16_t;
+/* One 16-bit implicit-GEMM conv (E: bf16 or half) with the whole
+ * epilogue in CUTLASS's bias-broadcast epilogue: y = Act(acc + bias + beta
+ * * residual), stored as E NHWC (Act: Identity, ReLu or GELU_taylor,
+ * PyTorch's tanh GELU; beta 1 with a residual, else the residual is not
+ * read). */
+template <typename E, int TM, int TN, int TK, int WM, int WN, int STAGES, typename Act, int ALIGN>
+struct conv16_fused {
+    using bf16 = E; /* the 16-bit type of every operand and of y */
     using OutOp = cutlass::epilogue::thread::LinearCombinationBiasElementwise<bf16, float, float, bf16, bf16, ALIGN,
                                                                               Act, cutlass::plus<float>, false, float>;
     using Kernel = typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<
@@ -402,7 +410,7 @@ struct conv_bf16_fused {
         if (st == cutlass::Status::kSuccess) st = op(s);
         if (st != cutlass::Status::kSuccess) {
             const cudaError_t e = cudaGetLastError();
-            snprintf(msg, msg_n, "bf16 NHWC implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)",
+            snprintf(msg, msg_n, "16-bit NHWC implicit-GEMM conv2d (%d images, %dx%dx%d -> %d, k %d, stride %d): %s (%s)",
                      nb, cp, h, w, k, r, p->stride, cutlassGetStatusString(st), cudaGetErrorName(e));
             return MVRT_GPU_GEMM_FAILED;
         }
@@ -410,27 +418,28 @@ struct conv_bf16_fused {
     }
 };
 
-/* Tiles as run_conv_bf16's (measured there); the activation picks the
+/* Tiles as run_conv16's (measured there); the activation picks the
  * epilogue. */
-template <int TM, int TN, int TK, int WM, int WN, int STAGES, int ALIGN>
-int run_fused_act(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const cutlass::bfloat16_t *x,
-                  const cutlass::bfloat16_t *wt, const float *bias, const cutlass::bfloat16_t *r,
-                  cutlass::bfloat16_t *y, char *msg, size_t msg_n)
+template <typename E, int TM, int TN, int TK, int WM, int WN, int STAGES, int ALIGN>
+int run_fused_act(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const E *x, const E *wt,
+                  const float *bias, const E *r, E *y, char *msg, size_t msg_n)
 {
     namespace th = cutlass::epilogue::thread;
     if (p->activation == MVRT_ACT_RELU)
-        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::ReLu<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
-                                                                                   msg_n);
+        return conv16_fused<E, TM, TN, TK, WM, WN, STAGES, th::ReLu<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y,
+                                                                                       msg, msg_n);
     if (p->activation == MVRT_ACT_GELU_TANH)
-        return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::GELU_taylor<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y,
-                                                                                          msg, msg_n);
-    return conv_bf16_fused<TM, TN, TK, WM, WN, STAGES, th::Identity<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y, msg,
-                                                                                   msg_n);
+        return conv16_fused<E, TM, TN, TK, WM, WN, STAGES, th::GELU_taylor<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias,
+                                                                                              r, y, msg, msg_n);
+    return conv16_fused<E, TM, TN, TK, WM, WN, STAGES, th::Identity<float>, ALIGN>::run(s, p, nb, cp, x, wt, bias, r, y,
+                                                                                       msg, msg_n);
 }
 
+/* E: cutlass::bfloat16_t or cutlass::half_t, the maps' type */
+template <typename E>
 int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n)
 {
-    using bf16 = cutlass::bfloat16_t;
+    using bf16 = E;
     const implicit_plan c = make_plan_nhwc16(p);
     const int C = (int)p->in_channels, cp = (int)padded_in_channels(p), K = (int)p->out_channels;
     const int RS = p->kernel * p->kernel, HW = (int)(p->in_h * p->in_w), PQ = (int)(p->out_h * p->out_w);
@@ -459,14 +468,14 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
         /* 8-byte vectors (one tile) where a channel count is not a
          * multiple of 8 (not measured against other tiles) */
         const int rc = cp % 8 != 0 || K % 8 != 0
-                           ? run_fused_act<128, 128, 32, 64, 64, 4, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                           ? run_fused_act<E, 128, 128, 32, 64, 64, 4, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
                        : p->out_channels > 128 && p->stride == 1
-                           ? run_fused_act<256, 64, 32, 64, 64, 3, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
-                           : run_fused_act<128, 128, 32, 64, 64, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);
+                           ? run_fused_act<E, 256, 64, 32, 64, 64, 3, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                           : run_fused_act<E, 128, 128, 32, 64, 64, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_GEMM_FAILED; /* no other path serves these forms */
     }
     if (e != cudaSuccess) {
-        snprintf(msg, msg_n, "bf16 NHWC implicit-GEMM conv2d: launch: %s: %s", cudaGetErrorName(e),
+        snprintf(msg, msg_n, "16-bit NHWC implicit-GEMM conv2d: launch: %s: %s", cudaGetErrorName(e),
                  cudaGetErrorString(e));
         return MVRT_GPU_GEMM_FAILED;
     }
@@ -484,10 +493,13 @@ extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t 
                                      size_t msg_n)
 {
     if (!eligible(p) || !scratch) return MVRT_GPU_GEMM_DECLINED;
-    if (p->x_nhwc16 || p->y_nhwc16) return run_conv_nhwc16(s, p, scratch, msg, msg_n);
+    if (p->x_nhwc16 || p->y_nhwc16)
+        return p->math == MVRT_MATH_FP16 ? run_conv_nhwc16<cutlass::half_t>(s, p, scratch, msg, msg_n)
+                                         : run_conv_nhwc16<cutlass::bfloat16_t>(s, p, scratch, msg, msg_n);
     const implicit_plan c = make_plan(p);
     using bf16 = cutlass::bfloat16_t;
-    const bool b16 = p->math == MVRT_MATH_BF16;
+    using f16 = cutlass::half_t;
+    const bool b16 = p->math == MVRT_MATH_BF16, h16 = p->math == MVRT_MATH_FP16;
     float *xt = (float *)scratch;
     float *yt = (float *)((char *)scratch + c.in_bytes);
     float *wt = (float *)((char *)scratch + c.in_bytes + c.out_bytes);
@@ -497,17 +509,21 @@ extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t 
         (unsigned)((K * (int64_t)C * RS + 255) / 256 < 4096 ? (K * (int64_t)C * RS + 255) / 256 : 4096);
     if (b16)
         kcrs_to_krsc_kernel<<<wblocks, 256, 0, s>>>(p->weight, (bf16 *)wt, K, C, RS);
+    else if (h16)
+        kcrs_to_krsc_kernel<<<wblocks, 256, 0, s>>>(p->weight, (f16 *)wt, K, C, RS);
     else
         kcrs_to_krsc_kernel<<<wblocks, 256, 0, s>>>(p->weight, wt, K, C, RS);
     cudaError_t e = cudaGetLastError();
     for (int64_t b0 = 0; b0 < p->batch && e == cudaSuccess; b0 += c.chunk) {
         const int64_t nb = p->batch - b0 < c.chunk ? p->batch - b0 : c.chunk;
         const float *x = p->x + b0 * (int64_t)C * HW;
-        e = b16 ? launch_transpose(x, C, HW, nb, store_bf16{(bf16 *)xt}, s)
-                : launch_transpose(x, C, HW, nb, store_plain{xt}, s);
+        e = b16   ? launch_transpose(x, C, HW, nb, store16<bf16>{(bf16 *)xt}, s)
+            : h16 ? launch_transpose(x, C, HW, nb, store16<f16>{(f16 *)xt}, s)
+                  : launch_transpose(x, C, HW, nb, store_plain{xt}, s);
         if (e != cudaSuccess) break;
-        const int rc = b16 ? run_conv_bf16(s, p, nb, (const bf16 *)xt, (const bf16 *)wt, yt, msg, msg_n)
-                           : run_conv(s, p, nb, xt, wt, yt, msg, msg_n);
+        const int rc = b16   ? run_conv16<bf16>(s, p, nb, (const bf16 *)xt, (const bf16 *)wt, yt, msg, msg_n)
+                       : h16 ? run_conv16<f16>(s, p, nb, (const f16 *)xt, (const f16 *)wt, yt, msg, msg_n)
+                             : run_conv(s, p, nb, xt, wt, yt, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_OK) {
             /* declining is decided on the first chunk only (equal shapes
              * but the last chunk's image count, which CUTLASS does not

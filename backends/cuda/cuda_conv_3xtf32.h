@@ -1,6 +1,7 @@
 /* conv2d as CUTLASS's implicit-GEMM convolution on tensor cores, for the
  * CUDA backend: 3xTF32 for math fp32 (fp32 accuracy), TF32 for math fast,
- * bf16 operands with fp32 accumulation and output for math bf16 (the conv
+ * bf16 / fp16 operands with fp32 accumulation and output for math bf16 /
+ * fp16 (the conv
  * hook of
  * backends/gpu_common/mv_gpu_launch.h). Built with the CUTLASS headers for
  * the sm_80+ targets (as cuda_gemm_3xtf32.h); without them every call
@@ -9,16 +10,16 @@
  * mvrt_cuda_conv_3xtf32_scratch: bytes of scratch the conv needs for p, or
  * 0 when it will decline p (fewer than 8192 output
  * positions per op unless MVRT_CUDA_CONV=implicit, input or output channels
- * not multiples of 4, or of 8 in bf16 math, a 1x1 stride-1 unpadded conv that the shared path runs
+ * not multiples of 4, or of 8 in 16-bit math, a 1x1 stride-1 unpadded conv that the shared path runs
  * as a plain GEMM). A pure function of the sizes (and the knob, read once).
  *
  * mvrt_cuda_conv_3xtf32: the whole op y = act(conv(x, w) + bias) + residual
  * (NCHW, mvrt_conv2d_params_t) queued on `s` in chunks of images: x to NHWC,
  * the convolution into NHWC, then NCHW with the epilogue. The 16-bit map
- * forms (x_nhwc16 / y_nhwc16: bf16 math, channels multiples of 4, no
+ * forms (x_nhwc16 / y_nhwc16: bf16 / fp16 math, channels multiples of 4, no
  * activation together with a residual, every batch size) read and write
- * the NHWC bf16 maps directly with the epilogue inside CUTLASS; only the
- * filter (KRSC bf16) and the bias go to the scratch, plus x when it is
+ * the NHWC 16-bit maps directly with the epilogue inside CUTLASS; only the
+ * filter (KRSC, 16-bit) and the bias go to the scratch, plus x when it is
  * NCHW floats. No other path serves those forms: a failure there is
  * MVRT_GPU_GEMM_FAILED, never DECLINED. `scratch`: at
  * least the bytes above. Allocates nothing, does not synchronize (legal

@@ -1,4 +1,4 @@
-/* bf16 GEMMs with the linear epilogue fused, on Hopper (contract:
+/* bf16 / fp16 GEMMs with the linear epilogue fused, on Hopper (contract:
  * cuda_gemm16_sm90.h). CUTLASS 3 TMA warp-specialized kernels whose
  * epilogue computes act(acc + bias + beta * C) in fp32 before the one
  * store of Y (an epilogue visitor tree: LinCombPerColBiasEltAct). */
@@ -22,13 +22,15 @@
 namespace mvrt_gemm16_sm90 {
 
 using bf16 = cutlass::bfloat16_t;
+using f16 = cutlass::half_t;
 
-/* Y = Act(A B^T + bias + beta C): A (M, K) and B (N, K) bf16, K
- * contiguous in both (wgmma's native "TN" form); Y row-major of ElementD;
+/* Y = Act(A B^T + bias + beta C): A (M, K) and B (N, K) of ElementAB (bf16
+ * or fp16), K contiguous in both (wgmma's native "TN" form); Y row-major
+ * of ElementD;
  * C row-major of ElementC (void: no C). Tile, cluster and schedules are
  * the kernel's shape (the dispatch below says which serves what). */
-template <class ElementD, class ElementC, template <class> class Act, class Tile, class Cluster, class MainSchedule,
-          class EpiSchedule>
+template <class ElementAB, class ElementD, class ElementC, template <class> class Act, class Tile, class Cluster,
+          class MainSchedule, class EpiSchedule>
 struct gemm16 {
     using ElementSource = cute::conditional_t<cute::is_void_v<ElementC>, ElementD, ElementC>;
     static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
@@ -39,7 +41,7 @@ struct gemm16 {
         cutlass::epilogue::collective::EpilogueTileAuto, float, float, ElementC, cutlass::layout::RowMajor, kAlignC,
         ElementD, cutlass::layout::RowMajor, kAlignD, EpiSchedule, Fusion>::CollectiveOp;
     using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, bf16, cutlass::layout::RowMajor, 8, bf16,
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, cutlass::layout::RowMajor, 8, ElementAB,
         cutlass::layout::ColumnMajor, 8, float, Tile, Cluster,
         cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
         MainSchedule>::CollectiveOp;
@@ -67,9 +69,9 @@ struct gemm16 {
         typename Gemm::Arguments args{};
         args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
         args.problem_shape = cute::make_shape((int)g->M, (int)g->N, (int)g->K, 1);
-        args.mainloop.ptr_A = static_cast<const bf16 *>(g->A);
+        args.mainloop.ptr_A = static_cast<const ElementAB *>(g->A);
         args.mainloop.dA = dA;
-        args.mainloop.ptr_B = static_cast<const bf16 *>(g->B);
+        args.mainloop.ptr_B = static_cast<const ElementAB *>(g->B);
         args.mainloop.dB = dB;
         auto &fusion = args.epilogue.thread;
         fusion.alpha = 1.f;
@@ -87,7 +89,7 @@ struct gemm16 {
         if (st == cutlass::Status::kSuccess) st = op.run(s);
         if (st != cutlass::Status::kSuccess) {
             const cudaError_t e = cudaGetLastError();
-            snprintf(msg, msg_n, "%s bf16 GEMM (M %lld, N %lld, K %lld): %s (%s)", what, (long long)g->M,
+            snprintf(msg, msg_n, "%s 16-bit GEMM (M %lld, N %lld, K %lld): %s (%s)", what, (long long)g->M,
                      (long long)g->N, (long long)g->K, cutlassGetStatusString(st), cudaGetErrorName(e));
             return MVRT_GPU_GEMM_FAILED;
         }
@@ -107,13 +109,15 @@ using CoopEpi = ep::TmaWarpSpecializedCooperative;
 using Ping = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
 using PingEpi = ep::TmaWarpSpecialized;
 
-/* The kernel shapes the dispatch below uses. */
-template <class D, class C, template <class> class Act>
-using coop_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
-template <class D, class C, template <class> class Act>
-using coop_128x256 = gemm16<D, C, Act, Shape<_128, _256, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
-template <class D, class C, template <class> class Act>
-using ping_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
+/* The kernel shapes the dispatch below uses (AB: bf16 or f16). */
+template <class AB, class D, class C, template <class> class Act>
+using coop_128x128 = gemm16<AB, D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
+template <class AB, class D, class C, template <class> class Act>
+using coop_128x256 = gemm16<AB, D, C, Act, Shape<_128, _256, _64>, Shape<_1, _1, _1>, Coop, CoopEpi>;
+template <class AB, class D, class C, template <class> class Act>
+using ping_128x128 = gemm16<AB, D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Ping, PingEpi>;
+
+constexpr int64_t kLongK = 1024;
 
 /* The dispatch table (MambaVision shapes on an H200, 2026-11-27; ms per
  * GEMM with its epilogue, against cuBLAS's product alone):
@@ -134,22 +138,33 @@ using ping_128x128 = gemm16<D, C, Act, Shape<_128, _128, _64>, Shape<_1, _1, _1>
  * is faster there (in_proj 0.030 vs 0.038 ms) and adds Y itself. So does
  * an output of fewer 128x128 tiles than SMs: at batch 1 (196 rows) these
  * tiles left most SMs idle (MambaVision-T in bf16: 0.869 -> 1.062 ms per
- * image) where cuBLAS picks small tiles and split-K. */
-using hidden_gelu = coop_128x256<bf16, void, th::GELU>;
-using float_long_k = coop_128x128<float, float, th::Identity>;
-using float_short_k = ping_128x128<float, float, th::Identity>;
-constexpr int64_t kLongK = 1024;
-
+ * image) where cuBLAS picks small tiles and split-K. fp16 graphs take the
+ * same tiles (the operands' width and the instruction shapes are bf16's). */
+template <class AB> struct kernels {
+    using hidden_gelu = coop_128x256<AB, AB, void, th::GELU>;
+    using float_long_k = coop_128x128<AB, float, float, th::Identity>;
+    using float_short_k = ping_128x128<AB, float, float, th::Identity>;
+    static bool loads() { return hidden_gelu::loads() && float_long_k::loads() && float_short_k::loads(); }
+    static int run(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
+    {
+        if (g->y16) return hidden_gelu::run(s, g, "sm90 128x256", msg, msg_n);
+        if (g->K >= kLongK) return float_long_k::run(s, g, "sm90 128x128", msg, msg_n);
+        return float_short_k::run(s, g, "sm90 pingpong 128x128", msg, msg_n);
+    }
+};
 bool takes(const mvrt_gpu_gemm16_t *g)
 {
     /* at least one wave of 128 x 128 output tiles */
     if (((g->M + 127) / 128) * ((g->N + 127) / 128) < g->sm_count) return false;
-    /* bf16 Y: the MLP hidden only; float Y: an epilogue beyond Y += product */
-    const bool act_ok = g->y_bf16 ? g->act == MVRT_ACT_GELU_ERF && !g->R
+    /* 16-bit Y (of the operands' type): the MLP hidden only; float Y: an
+     * epilogue beyond Y += product */
+    const bool act_ok = g->y16 ? g->act == MVRT_ACT_GELU_ERF && !g->R
                                   : g->act == MVRT_ACT_NONE && (g->bias || (g->R && g->R != g->Y));
     /* TMA: 16-byte aligned bases and row strides; int sizes */
-    const int ysize = g->y_bf16 ? 2 : 4;
-    return act_ok && !(g->y_bf16 && g->R) && g->M > 0 && g->N > 0 && g->K > 0 && g->M <= INT32_MAX &&
+    const int ysize = g->y16 ? 2 : 4;
+    const bool types_ok = (g->ab16 == MVRT_STORAGE16_BF16 || g->ab16 == MVRT_STORAGE16_F16) &&
+                          (!g->y16 || g->y16 == g->ab16);
+    return types_ok && act_ok && !(g->y16 && g->R) && g->M > 0 && g->N > 0 && g->K > 0 && g->M <= INT32_MAX &&
            g->N <= INT32_MAX && g->K <= INT32_MAX && g->K % 8 == 0 && g->N % 8 == 0 && g->lda % 8 == 0 &&
            g->ldb % 8 == 0 && (g->ldy * ysize) % 16 == 0 && (!g->R || g->ldr % 4 == 0) &&
            (uintptr_t)g->A % 16 == 0 && (uintptr_t)g->B % 16 == 0 && (uintptr_t)g->Y % 16 == 0 &&
@@ -171,18 +186,16 @@ extern "C" int mvrt_cuda_gemm16_sm90_usable(void)
     }
     /* sm_90a code runs on compute capability 9.0 only */
     if (major != 9 || minor != 0) return 0;
-    return hidden_gelu::loads() && float_long_k::loads() && float_short_k::loads();
+    return kernels<bf16>::loads() && kernels<f16>::loads();
 }
 
 extern "C" int mvrt_cuda_gemm16_sm90(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
 {
     if (!takes(g)) return MVRT_GPU_GEMM_DECLINED;
-    if (g->y_bf16) return hidden_gelu::run(s, g, "sm90 128x256", msg, msg_n);
-    if (g->K >= kLongK) return float_long_k::run(s, g, "sm90 128x128", msg, msg_n);
-    return float_short_k::run(s, g, "sm90 pingpong 128x128", msg, msg_n);
+    return g->ab16 == MVRT_STORAGE16_F16 ? kernels<f16>::run(s, g, msg, msg_n) : kernels<bf16>::run(s, g, msg, msg_n);
 }
 
-#else /* not built for sm_90a with CUTLASS: cuBLAS serves every bf16 linear */
+#else /* not built for sm_90a with CUTLASS: cuBLAS serves every 16-bit linear */
 
 extern "C" int mvrt_cuda_gemm16_sm90_usable(void) { return 0; }
 

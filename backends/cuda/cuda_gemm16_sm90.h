@@ -1,12 +1,14 @@
-/* bf16 GEMMs with the whole linear epilogue fused, on Hopper's wgmma and
- * TMA (CUTLASS 3 warp-specialized kernels), for the CUDA backend's bf16
- * linears (the gemm16 hook of backends/gpu_common/mv_gpu_launch.h).
+/* bf16 / fp16 GEMMs with the whole linear epilogue fused, on Hopper's
+ * wgmma and TMA (CUTLASS 3 warp-specialized kernels), for the CUDA
+ * backend's 16-bit linears (the gemm16 hook of
+ * backends/gpu_common/mv_gpu_launch.h).
  *
  *   Y (M, N) = act(A (M, K) B^T + bias) + R
  *
- * A: bf16 row-major (lda); B: bf16 (N, K) row-major (ldb), a PyTorch
- * weight; fp32 accumulation; bias: N floats or NULL; act: MVRT_ACT_NONE
- * or MVRT_ACT_GELU_ERF; Y: fp32, or bf16 (rounded to nearest even once,
+ * A: 16-bit (g->ab16: bf16 or fp16) row-major (lda); B: the same type,
+ * (N, K) row-major (ldb), a PyTorch weight; fp32 accumulation; bias: N
+ * floats or NULL; act: MVRT_ACT_NONE or MVRT_ACT_GELU_ERF; Y: fp32, or
+ * 16-bit of A's type (rounded to nearest even once,
  * after the epilogue); R: fp32 (M, N) with row stride ldr, may equal Y
  * (accumulate in place), only with an fp32 Y and act NONE; NULL: none.
  *

@@ -165,7 +165,7 @@ extern "C" int mvrt_cuda_gemm_3xtf32_built(void) { return 1; }
 extern "C" int mvrt_cuda_gemm_3xtf32(cudaStream_t s, const mvrt_gpu_gemm_t *g, int sm_count, char *msg,
                                      size_t msg_n)
 {
-    if (g->bf16_operands || g->y_bf16) return MVRT_GPU_GEMM_DECLINED;
+    if (g->ab16 || g->y16) return MVRT_GPU_GEMM_DECLINED;
     if (!fits_int(g->M) || !fits_int(g->N) || !fits_int(g->K) || !fits_int(g->batch) || g->batch < 1)
         return MVRT_GPU_GEMM_DECLINED;
     /* 16-byte vector loads of every row (and of every batch item) */

@@ -315,7 +315,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         goto fail;
     }
 #ifdef MVRT_GPU_HOST_CUDA
-    d->opctx.mma_bf16 = d->code_arch >= 80;
+    d->opctx.mma16 = d->code_arch >= 80;
     d->opctx.staged_attention = d->code_arch >= 90;
     {
         /* MVRT_CUDA_FP32_ATTENTION=simt keeps fp32 attention on the fp32
@@ -348,7 +348,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         d->tuning.dependent_launch = d->opctx.dependent_launch;
     }
 #else
-    d->opctx.mma_bf16 = 0; /* the mma.sync kernels are NVIDIA-only */
+    d->opctx.mma16 = 0; /* the mma.sync kernels are NVIDIA-only */
     d->opctx.staged_attention = 0;
     d->opctx.mma_tf32x3 = 0;
     d->opctx.split_attention = 0;
@@ -416,12 +416,12 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
         const size_t used = strlen(info.features);
         snprintf(info.features + used, sizeof info.features - used,
                  " code=sm_%d tensor-cores=%s clusters=%s dependent-launch=%s fp32-gemm=%s conv=%s"
-                 " bf16-attention=%s bf16-weights=%s",
-                 d->code_arch, d->opctx.mma_bf16 ? (d->opctx.mma_tf32x3 ? "bf16,tf32" : "bf16") : "none",
+                 " 16bit-attention=%s 16bit-weights=%s",
+                 d->code_arch, d->opctx.mma16 ? (d->opctx.mma_tf32x3 ? "bf16,fp16,tf32" : "bf16,fp16") : "none",
                  d->opctx.cluster_gemm > 0 ? "yes" : "no", d->opctx.dependent_launch ? "yes" : "no",
                  d->opctx.blas ? (mvrt_cuda_blas_uses_3xtf32(d->opctx.blas) ? "3xtf32" : "cublas") : "builtin",
                  d->opctx.conv ? "implicit" : "im2col",
-                 d->opctx.staged_attention ? "staged" : d->opctx.mma_bf16 ? "tiled" : "simt",
+                 d->opctx.staged_attention ? "staged" : d->opctx.mma16 ? "tiled" : "simt",
                  d->opctx.gemm ? "once" : "fp32");
     }
 #endif

@@ -121,8 +121,8 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
         v.Y = g.Y; v.ldy = g.ldy; v.sy = g.sy;
         v.beta = g.beta;
         v.math = math;
-        v.bf16_operands = 0;
-        v.y_bf16 = 0;
+        v.ab16 = 0;
+        v.y16 = 0;
         /* bias per column and GELU/none may be fused into the GEMM, and a
          * bias on top of the accumulated Y (the CUDA backend's 3xTF32
          * kernels do) */
@@ -156,9 +156,17 @@ int run_gemm(const gemm_args &g, int math, const mvrt_gpu_op_ctx_t *ctx, float *
     return MVRT_GPU_OP_OK;
 }
 
-/* bf16 math: only where a vendor GEMM takes bf16 operands (cuBLAS); our
- * own kernel computes fp32 for every mode. */
-bool use_bf16(int math, const mvrt_gpu_op_ctx_t *ctx) { return math == MVRT_MATH_BF16 && ctx->gemm != nullptr; }
+/* The 16-bit type of a math mode (MVRT_STORAGE16_*), 0 for fp32 / TF32. */
+int math_type16(int math)
+{
+    return math == MVRT_MATH_BF16 ? MVRT_STORAGE16_BF16 : math == MVRT_MATH_FP16 ? MVRT_STORAGE16_F16 : 0;
+}
+/* The math of our own fp32 GEMMs for a mode (16-bit modes compute fp32 there). */
+int math_fp32_gemm(int math) { return math_type16(math) ? MVRT_MATH_FP32 : math; }
+
+/* bf16 / fp16 math: only where a vendor GEMM takes 16-bit operands
+ * (cuBLAS); our own kernel computes fp32 for every mode. */
+bool use_vendor16(int math, const mvrt_gpu_op_ctx_t *ctx) { return math_type16(math) && ctx->gemm != nullptr; }
 
 /* The stored (rows, cols) of a linear's operand and how many distinct
  * matrices it has (1 when shared over the batch). */
@@ -174,65 +182,66 @@ operand_shape linear_b(const mvrt_linear_params_t &p)
     return {p.trans_b ? p.N : p.K, p.trans_b ? p.K : p.N, p.batch_stride_b == 0 ? 1 : p.batch};
 }
 int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
-/* bf16 math on the vendor GEMM: dense bf16 copies of A and of B, unless
- * they are stored bf16 already (a_bf16, b_bf16). */
-int64_t linear_bf16_scratch(const mvrt_linear_params_t &p)
+/* 16-bit math on the vendor GEMM: dense 16-bit copies of A and of B,
+ * unless they are stored in 16 bits already (a16, b16). */
+int64_t linear_vendor16_scratch(const mvrt_linear_params_t &p)
 {
     const operand_shape a = linear_a(p), b = linear_b(p);
-    return (p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2)) +
-           (p.b_bf16 ? 0 : align256(b.rows * b.cols * b.count * 2));
+    return (p.a16 ? 0 : align256(a.rows * a.cols * a.count * 2)) +
+           (p.b16 ? 0 : align256(b.rows * b.cols * b.count * 2));
 }
-/* bf16 storage without a bf16 vendor GEMM: fp32 copies of A (a_bf16) and of
- * the product (y_bf16). */
+/* 16-bit storage without a 16-bit vendor GEMM: fp32 copies of A (a16) and
+ * of the product (y16). */
 int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
 {
     const operand_shape a = linear_a(p);
-    return (p.a_bf16 ? align256(a.rows * a.cols * a.count * 4) : 0) + (p.y_bf16 ? align256(p.batch * p.M * p.N * 4) : 0);
+    return (p.a16 ? align256(a.rows * a.cols * a.count * 4) : 0) + (p.y16 ? align256(p.batch * p.M * p.N * 4) : 0);
 }
 
 /* A batched linear whose A is transposed per item (stored K x M) against
  * one shared B into a dense Y (and residual), no per-row bias: the
  * mixer's out_proj over windows (A_b = YZ_b^T). Its A is staged as one
- * row-major (batch * M, K) bf16 matrix, so one GEMM of batch * M rows
+ * row-major (batch * M, K) 16-bit matrix, so one GEMM of batch * M rows
  * replaces `batch` GEMMs of M rows (MambaVision-T, batch 256, H200: 4
  * GEMMs of 256 x 196 rows took 0.65 ms, 2 of 256 x 49 rows 0.53 ms, at
  * 39-64 TFLOP/s). */
 bool linear_fold_batch(const mvrt_linear_params_t &p, const gemm_args &g)
 {
-    return p.trans_a && !p.a_bf16 && p.batch > 1 && p.batch_stride_b == 0 && p.ldy == p.N &&
+    return p.trans_a && !p.a16 && p.batch > 1 && p.batch_stride_b == 0 && p.ldy == p.N &&
            p.batch_stride_y == p.M * p.N && (!g.R || (g.ldr == p.N && g.sr == p.M * p.N)) &&
            !(p.bias && p.bias_per_row);
 }
 
-/* The bf16 linear: both operands bf16 (A as stored when a_bf16, else a
- * dense rounded copy in the scratch, transposed into one matrix where
- * linear_fold_batch holds; B as stored when b_bf16, else a rounded copy),
- * one vendor GEMM with fp32
- * accumulation into Y (fp32, or bf16 when y_bf16), then the epilogue. OK,
- * or DECLINED (-1: g untouched, the caller then runs fp32), or an error. */
-int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
-                    gpuStream_t s, gpuError_t *err, char *msg, size_t msg_n)
+/* The 16-bit linear (math bf16 or fp16, of type t16): both operands
+ * 16-bit (A as stored when a16, else a dense rounded copy in the scratch,
+ * transposed into one matrix where linear_fold_batch holds; B as stored
+ * when b16, else a rounded copy), one vendor GEMM with fp32 accumulation
+ * into Y (fp32, or 16-bit when y16), then the epilogue. OK, or DECLINED
+ * (-1: g untouched, the caller then runs fp32), or an error. */
+int run_linear16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
+                 gpuStream_t s, gpuError_t *err, char *msg, size_t msg_n)
 {
+    const int t16 = math_type16(p.math);
     const operand_shape a = linear_a(p), b = linear_b(p);
-    const int64_t a_bytes = p.a_bf16 ? 0 : align256(a.rows * a.cols * a.count * 2);
-    uint16_t *a16 = p.a_bf16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
-    uint16_t *b16 = p.b_bf16 ? (uint16_t *)(const void *)p.B : (uint16_t *)((char *)scratch + a_bytes);
-    const int64_t ldb = p.b_bf16 ? p.ldb : b.cols;
-    const int64_t sb = p.b_bf16 ? p.batch_stride_b : b.count > 1 ? b.rows * b.cols : 0;
+    const int64_t a_bytes = p.a16 ? 0 : align256(a.rows * a.cols * a.count * 2);
+    uint16_t *a16 = p.a16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
+    uint16_t *b16 = p.b16 ? (uint16_t *)(const void *)p.B : (uint16_t *)((char *)scratch + a_bytes);
+    const int64_t ldb = p.b16 ? p.ldb : b.cols;
+    const int64_t sb = p.b16 ? p.batch_stride_b : b.count > 1 ? b.rows * b.cols : 0;
     const bool fold = linear_fold_batch(p, g);
     gemm_args f = g; /* the product's shape as the GEMM and the epilogue see it */
     int64_t lda = a.cols, sa = a.count > 1 ? a.rows * a.cols : 0;
     gpuError_t e = gpuSuccess;
     if (fold) {
-        e = launch_to_bf16_transposed(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
+        e = launch_to16_transposed(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
         f.batch = 1; f.M = p.batch * p.M; f.ta = 0; f.sy = 0; f.sr = 0;
         lda = p.K; sa = 0;
-    } else if (!p.a_bf16) {
-        e = launch_to_bf16(p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
+    } else if (!p.a16) {
+        e = launch_to16(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
     } else {
         lda = p.lda; sa = p.batch_stride_a;
     }
-    if (e == gpuSuccess && !p.b_bf16) e = launch_to_bf16(p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
+    if (e == gpuSuccess && !p.b16) e = launch_to16(t16, p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     /* one GEMM against a weight (N, K), with the epilogue fused where the
      * device has such a kernel (Hopper: cuda_gemm16_sm90.h, whose dispatch
@@ -244,7 +253,8 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
         q.sm_count = ctx->sm_count;
         q.A = a16; q.lda = lda;
         q.B = b16; q.ldb = ldb;
-        q.Y = f.Y; q.ldy = f.ldy; q.y_bf16 = p.y_bf16 ? 1 : 0;
+        q.ab16 = t16;
+        q.Y = f.Y; q.ldy = f.ldy; q.y16 = p.y16;
         q.R = f.R ? f.R : f.beta != 0.f ? f.Y : nullptr;
         q.ldr = f.R ? f.ldr : f.ldy;
         q.bias = f.bias;
@@ -259,19 +269,19 @@ int run_linear_bf16(const gemm_args &g, const mvrt_linear_params_t &p, void *scr
     v.B = b16; v.ldb = ldb; v.sb = sb; v.tb = f.tb;
     v.Y = f.Y; v.ldy = f.ldy; v.sy = f.sy;
     v.beta = f.beta;
-    v.math = MVRT_MATH_BF16;
-    v.bf16_operands = 1;
-    v.y_bf16 = p.y_bf16 ? 1 : 0;
+    v.math = p.math;
+    v.ab16 = t16;
+    v.y16 = p.y16;
     const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
     if (rc == MVRT_GPU_GEMM_DECLINED) return -1;
     if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
-    f.y16 = p.y_bf16 ? 1 : 0;
+    f.y16 = p.y16;
     e = launch_epilogue(f, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     return MVRT_GPU_OP_OK;
 }
 
-/* bf16 storage computed in fp32 (no vendor bf16 GEMM): A widened into the
+/* 16-bit storage computed in fp32 (no vendor 16-bit GEMM): A widened into the
  * scratch, the product and epilogue into a dense fp32 scratch, then
  * rounded into Y. */
 int run_linear_storage_fp32(gemm_args g, const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx,
@@ -281,22 +291,22 @@ int run_linear_storage_fp32(gemm_args g, const mvrt_linear_params_t &p, void *sc
     const operand_shape a = linear_a(p);
     char *next = (char *)scratch;
     gpuError_t e = gpuSuccess;
-    if (p.a_bf16) {
+    if (p.a16) {
         float *a32 = (float *)next;
         next += align256(a.rows * a.cols * a.count * 4);
-        e = launch_convert((const uint16_t *)(const void *)p.A, p.lda, p.batch_stride_a, a32, a.cols, a.rows * a.cols,
+        e = launch_convert(p.a16, (const uint16_t *)(const void *)p.A, p.lda, p.batch_stride_a, a32, a.cols, a.rows * a.cols,
                            a.rows, a.cols, a.count, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
         g.A = a32; g.lda = a.cols; g.sa = a.count > 1 ? a.rows * a.cols : 0;
     }
     float *y32 = nullptr;
-    if (p.y_bf16) {
+    if (p.y16) {
         y32 = (float *)next;
         g.Y = y32; g.ldy = g.N; g.sy = g.M * g.N; g.beta = 0.f;
     }
-    const int rc = run_gemm(g, p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math, ctx, nullptr, s, err, msg, msg_n);
-    if (rc != MVRT_GPU_OP_OK || !p.y_bf16) return rc;
-    e = launch_convert(y32, g.N, g.M * g.N, (uint16_t *)(void *)p.Y, p.ldy, p.batch_stride_y, g.M, g.N, g.batch, s);
+    const int rc = run_gemm(g, math_fp32_gemm(p.math), ctx, nullptr, s, err, msg, msg_n);
+    if (rc != MVRT_GPU_OP_OK || !p.y16) return rc;
+    e = launch_convert(p.y16, y32, g.N, g.M * g.N, (uint16_t *)(void *)p.Y, p.ldy, p.batch_stride_y, g.M, g.N, g.batch, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     return MVRT_GPU_OP_OK;
 }
@@ -335,7 +345,7 @@ gemm_args linear_gemm_args(const mvrt_linear_params_t &p)
  * function of the shape and the device: planning and running agree. */
 cgemm_plan linear_ln_plan(const gemm_args &g, const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (!ctx->ln_fold || p.math != MVRT_MATH_FP32 || p.a_bf16 || p.b_bf16 || p.y_bf16 || !cgemm_ln_layout(g))
+    if (!ctx->ln_fold || p.math != MVRT_MATH_FP32 || p.a16 || p.b16 || p.y16 || !cgemm_ln_layout(g))
         return cgemm_plan{0, 0};
     return cgemm_plan_for(g, ctx->sm_count, ctx->cluster_gemm);
 }
@@ -357,22 +367,23 @@ bool linear_ln_takes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx
 #endif
 }
 
-/* A bf16 B (b_bf16) is read only by the vendor's bf16 GEMM (and the
- * Hopper kernels behind ctx->gemm16): math bf16, no folded LayerNorm, a
- * K the GEMM runs. Elsewhere the op is declined and the graph runner
- * keeps fp32 weights. */
+/* A 16-bit B (b16) is read only by the vendor's 16-bit GEMM (and the
+ * Hopper kernels behind ctx->gemm16): math bf16 / fp16 of b16's type
+ * (mvrt_op_storage16 checked that), no folded LayerNorm, a K the GEMM
+ * runs. Elsewhere the op is declined and the graph runner keeps fp32
+ * weights. */
 bool linear_b16_takes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    return p.math == MVRT_MATH_BF16 && use_bf16(p.math, ctx) && !p.ln_weight && p.K > 0;
+    return use_vendor16(p.math, ctx) && !p.ln_weight && p.K > 0;
 }
 
 int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
                gpuError_t *err, char *msg, size_t msg_n)
 {
     gemm_args g = linear_gemm_args(p);
-    const bool storage16 = p.a_bf16 || p.b_bf16 || p.y_bf16;
+    const bool storage16 = p.a16 || p.b16 || p.y16;
     if (p.batch <= 0 || p.M <= 0 || p.N <= 0) return MVRT_GPU_OP_OK;
-    if (p.b_bf16 && !linear_b16_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
+    if (p.b16 && !linear_b16_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
     if (p.ln_weight) {
         /* linear_ln_takes said yes when the op was planned (the occupancy
          * query stays off this path) */
@@ -386,22 +397,22 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
 #endif
         return MVRT_GPU_OP_UNSUPPORTED;
     }
-    if (use_bf16(p.math, ctx) && p.K > 0) {
-        if (!scratch && linear_bf16_scratch(p) > 0) return MVRT_GPU_OP_NO_SCRATCH;
-        const int rc = run_linear_bf16(g, p, scratch, ctx, s, err, msg, msg_n);
+    if (use_vendor16(p.math, ctx) && p.K > 0) {
+        if (!scratch && linear_vendor16_scratch(p) > 0) return MVRT_GPU_OP_NO_SCRATCH;
+        const int rc = run_linear16(g, p, scratch, ctx, s, err, msg, msg_n);
         if (rc >= 0) return rc;
         if (storage16) {
-            /* its scratch was planned for the bf16 GEMM */
-            snprintf(msg, msg_n, "linear: the bf16 GEMM (M %lld, N %lld, K %lld, batch %lld) was declined",
+            /* its scratch was planned for the 16-bit GEMM */
+            snprintf(msg, msg_n, "linear: the 16-bit GEMM (M %lld, N %lld, K %lld, batch %lld) was declined",
                      (long long)p.M, (long long)p.N, (long long)p.K, (long long)p.batch);
             return MVRT_GPU_OP_TOO_LARGE;
         }
     }
     if (storage16) return run_linear_storage_fp32(g, p, scratch, ctx, s, err, msg, msg_n);
-    /* fp32 / TF32; split only into a scratch planned for it (a bf16 linear
+    /* fp32 / TF32; split only into a scratch planned for it (a 16-bit linear
      * the vendor GEMM declined, or a caller without scratch, runs unsplit) */
-    float *partials = !use_bf16(p.math, ctx) && linear_splitk_bytes(p, ctx) > 0 ? (float *)scratch : nullptr;
-    return run_gemm(g, p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math, ctx, partials, s, err, msg, msg_n);
+    float *partials = !use_vendor16(p.math, ctx) && linear_splitk_bytes(p, ctx) > 0 ? (float *)scratch : nullptr;
+    return run_gemm(g, math_fp32_gemm(p.math), ctx, partials, s, err, msg, msg_n);
 }
 
 /* Split-K partials of a conv's GEMM follow the plan's scratch; the largest
@@ -409,7 +420,7 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
 int64_t conv_splitk_offset(const conv2d_plan &c) { return align256(c.scratch); }
 int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, const mvrt_gpu_op_ctx_t *ctx)
 {
-    if (c.bf16 || p.batch <= 0 || c.nsp <= 0) return 0;
+    if (c.t16 || p.batch <= 0 || c.nsp <= 0) return 0;
     if (c.direct) return splitk_bytes(p.batch, p.out_channels, c.nsp, c.kdim, ctx);
     const int64_t nb = p.batch < c.chunk ? p.batch : c.chunk, last = p.batch % nb;
     const int64_t full = splitk_bytes(1, p.out_channels, nb * c.nsp, c.kdim, ctx);
@@ -419,8 +430,8 @@ int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, c
 
 /* The 16-bit map forms of a conv (x_nhwc16 / y_nhwc16): the stem's few
  * NCHW float input channels on conv_smallk_kernel (direct, fp32 math,
- * NHWC bf16 stores), every other conv only as the vendor's whole-op conv
- * (CUDA: CUTLASS's bf16 implicit GEMM with its epilogue); elsewhere the op
+ * NHWC 16-bit stores), every other conv only as the vendor's whole-op conv
+ * (CUDA: CUTLASS's 16-bit implicit GEMM with its epilogue); elsewhere the op
  * is declined and the graph keeps float maps. */
 bool conv_nhwc16(const mvrt_conv2d_params_t &p) { return p.x_nhwc16 || p.y_nhwc16; }
 bool conv_nhwc16_smallk(const mvrt_conv2d_params_t &p)
@@ -445,8 +456,8 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
         return ctx->conv(s, &p, scratch, msg, msg_n) == MVRT_GPU_GEMM_OK ? MVRT_GPU_OP_OK : MVRT_GPU_OP_BLAS;
     }
-    const conv2d_plan c = make_conv2d_plan(p, use_bf16(p.math, ctx));
-    const int math = p.math == MVRT_MATH_BF16 ? MVRT_MATH_FP32 : p.math; /* of fp32 GEMMs */
+    const conv2d_plan c = make_conv2d_plan(p, use_vendor16(p.math, ctx) ? math_type16(p.math) : 0);
+    const int math = math_fp32_gemm(p.math); /* of fp32 GEMMs */
     if (p.batch <= 0 || p.out_channels <= 0 || c.nsp <= 0) return MVRT_GPU_OP_OK;
     if (c.smallk) {
         const gpuError_t e = launch_conv_smallk(p, s);
@@ -457,7 +468,7 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     /* few output tiles (batch 1): the implicit GEMM, its split-K and the
      * epilogue in one cluster kernel instead of im2col + a split GEMM + a
      * summing kernel */
-    if (ctx->cluster_conv > 0 && math == MVRT_MATH_FP32 && !c.direct && !c.bf16) {
+    if (ctx->cluster_conv > 0 && math == MVRT_MATH_FP32 && !c.direct && !c.t16) {
         const cgemm_plan pl = cconv_plan_for(p, ctx->sm_count, ctx->cluster_conv);
         if (pl.S > 0) {
             const gpuError_t e = launch_conv_cluster(p, pl, s);
@@ -501,16 +512,16 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     }
     float *T = (float *)((char *)scratch + c.col_bytes);
     uint16_t *w16 = (uint16_t *)((char *)T + align256(c.t_bytes));
-    if (c.bf16) {
-        const gpuError_t e = launch_to_bf16(p.weight, p.out_channels, c.kdim, c.kdim, 0, 1, w16, s);
+    if (c.t16) {
+        const gpuError_t e = launch_to16(c.t16, p.weight, p.out_channels, c.kdim, c.kdim, 0, 1, w16, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     }
     for (int64_t b0 = 0; b0 < p.batch; b0 += c.chunk) {
         const int64_t nb = p.batch - b0 < c.chunk ? p.batch - b0 : c.chunk;
-        gpuError_t e = c.bf16 ? launch_im2col(p, c, b0, nb, (uint16_t *)scratch, s)
+        gpuError_t e = c.t16 ? launch_im2col(p, c, b0, nb, (uint16_t *)scratch, s)
                               : launch_im2col(p, c, b0, nb, (float *)scratch, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
-        if (c.bf16) {
+        if (c.t16) {
             /* T = W16 . X_col16 on the vendor GEMM (sizes are bounded by
              * the chunk cap, far below its int limits) */
             mvrt_gpu_gemm_t v = {};
@@ -519,12 +530,12 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
             v.B = scratch; v.ldb = nb * c.nsp; v.sb = 0; v.tb = 0;
             v.Y = T; v.ldy = nb * c.nsp; v.sy = 0;
             v.beta = 0.f;
-            v.math = MVRT_MATH_BF16;
-            v.bf16_operands = 1;
-            v.y_bf16 = 0;
+            v.math = p.math;
+            v.ab16 = c.t16;
+            v.y16 = 0;
             const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
             if (rc == MVRT_GPU_GEMM_DECLINED) {
-                snprintf(msg, msg_n, "conv2d: the bf16 GEMM (M %lld, N %lld, K %lld) was declined",
+                snprintf(msg, msg_n, "conv2d: the 16-bit GEMM (M %lld, N %lld, K %lld) was declined",
                          (long long)v.M, (long long)v.N, (long long)v.K);
                 return MVRT_GPU_OP_TOO_LARGE;
             }
@@ -591,9 +602,10 @@ mlp_plan mlp_plan_ctx(const mvrt_mlp_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 
 extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ctx_t *ctx)
 {
+    if (mvrt_op_storage16(p) < 0) return 0; /* 16-bit fields against the rules of mv_op_params.h */
     if (p->kind == MVRT_OP_CONV2D && conv_nhwc16(p->u.conv2d)) return conv_nhwc16_takes(p->u.conv2d, ctx);
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
-    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b_bf16) return linear_b16_takes(p->u.linear, ctx);
+    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16) return linear_b16_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_MLP) {
 #if defined(MVRT_GPU_CUDA)
         const mlp_plan pl = mlp_plan_ctx(p->u.mlp, ctx);
@@ -617,7 +629,8 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
         return conv_nhwc16_takes(p->u.conv2d, ctx) && !conv_nhwc16_smallk(p->u.conv2d)
                    ? (size_t)ctx->conv_scratch(&p->u.conv2d) : 0;
     if (p->kind == MVRT_OP_CONV2D) {
-        const conv2d_plan c = make_conv2d_plan(p->u.conv2d, use_bf16(p->u.conv2d.math, ctx));
+        const conv2d_plan c = make_conv2d_plan(
+            p->u.conv2d, use_vendor16(p->u.conv2d.math, ctx) ? math_type16(p->u.conv2d.math) : 0);
         if (c.smallk) return 0; /* conv_smallk_kernel needs none */
         const int64_t split = conv_splitk_bytes(p->u.conv2d, c, ctx);
         const int64_t own = split > 0 ? conv_splitk_offset(c) + split : c.scratch;
@@ -628,9 +641,9 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
     if (p->kind == MVRT_OP_LINEAR) {
         const mvrt_linear_params_t &l = p->u.linear;
         if (l.ln_weight) return 0; /* the cluster GEMM only */
-        const bool storage16 = l.a_bf16 || l.b_bf16 || l.y_bf16;
+        const bool storage16 = l.a16 || l.b16 || l.y16;
         /* K = 0 never reaches the vendor GEMM: the storage path runs */
-        if (use_bf16(l.math, ctx) && (l.K > 0 || !storage16)) return (size_t)linear_bf16_scratch(l);
+        if (use_vendor16(l.math, ctx) && (l.K > 0 || !storage16)) return (size_t)linear_vendor16_scratch(l);
         if (storage16) return (size_t)linear_storage_scratch(l);
         return (size_t)linear_splitk_bytes(l, ctx);
     }
@@ -643,11 +656,16 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     gpuError_t e = gpuSuccess;
     *out_err = gpuSuccess;
     if (msg_n) msg[0] = 0;
+    if (mvrt_op_storage16(p) < 0) {
+        snprintf(msg, msg_n, "op kind %d: 16-bit storage fields must hold 0, MVRT_STORAGE16_BF16 or "
+                             "MVRT_STORAGE16_F16, one type per op, matching a bf16 / fp16 math", p->kind);
+        return MVRT_GPU_OP_TOO_LARGE; /* reported as UNSUPPORTED with msg */
+    }
     switch (p->kind) {
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, ctx->sm_count, s); break;
-    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma_bf16 != 0, ctx->staged_attention != 0,
+    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma16 != 0, ctx->staged_attention != 0,
                                                      ctx->mma_tf32x3 != 0,
                                                      ctx->split_attention != 0, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);

@@ -22,13 +22,15 @@ extern "C" {
  * a matrix over the batch). */
 typedef struct mvrt_gpu_gemm {
     int64_t batch, M, N, K;
-    const void *A; int64_t lda, sa; int ta;   /* float, or bf16 bits with bf16_operands */
+    const void *A; int64_t lda, sa; int ta;   /* float, or 16-bit bits with ab16 */
     const void *B; int64_t ldb, sb; int tb;
-    float *Y; int64_t ldy, sy;   /* float, or bf16 bits with y_bf16 */
+    float *Y; int64_t ldy, sy;   /* float, or 16-bit bits with y16 */
     float beta; /* 0 or 1 */
     int math;   /* mvrt_math_mode_t */
-    int bf16_operands; /* A and B hold bf16 bits (uint16), not floats */
-    int y_bf16;        /* Y holds bf16 bits (with bf16_operands only); else fp32 */
+    /* 0, or the 16-bit type (MVRT_STORAGE16_BF16 / _F16, the math's) that
+     * A and B hold as uint16 bits instead of floats */
+    int ab16;
+    int y16;    /* 0 (Y fp32), or ab16's type: Y holds 16-bit bits (with ab16 only) */
     /* An epilogue the hook may fuse (set only with batch 1 and fp32, and
      * beta 0, or beta 1 with epi_bias and no activation):
      * Y = epi_act(op(A) op(B) + epi_bias[col]) (+ Y with beta 1). A hook that applies it
@@ -46,20 +48,22 @@ typedef struct mvrt_gpu_gemm {
 enum { MVRT_GPU_GEMM_OK = 0, MVRT_GPU_GEMM_DECLINED = 1, MVRT_GPU_GEMM_FAILED = 2, MVRT_GPU_GEMM_FUSED = 3 };
 typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n);
 
-/* One bf16 GEMM with the linear's epilogue (the gemm16 hook: CUDA on
+/* One 16-bit GEMM with the linear's epilogue (the gemm16 hook: CUDA on
  * Hopper, backends/cuda/cuda_gemm16_sm90.h), row-major:
  *   Y (M, N) = act(A (M, K) B^T + bias) + R
- * A and B hold bf16 bits (B: (N, K) rows, a PyTorch weight); bias: N
- * floats or NULL; act: MVRT_ACT_NONE or MVRT_ACT_GELU_ERF; Y: floats, or
- * bf16 bits with y_bf16; R: NULL, or floats (M, N) with row stride ldr,
+ * A and B hold 16-bit bits of type ab16 (MVRT_STORAGE16_BF16 / _F16; B:
+ * (N, K) rows, a PyTorch weight); bias: N floats or NULL; act:
+ * MVRT_ACT_NONE or MVRT_ACT_GELU_ERF; Y: floats, or 16-bit bits of the
+ * same type with y16; R: NULL, or floats (M, N) with row stride ldr,
  * possibly Y itself, only with float Y and act NONE. sm_count: the
  * device's multiprocessors (the hook's tile choice depends on them). */
 typedef struct mvrt_gpu_gemm16 {
     int64_t M, N, K;
     int sm_count;
+    int ab16;
     const void *A; int64_t lda;
     const void *B; int64_t ldb;
-    void *Y; int64_t ldy; int y_bf16;
+    void *Y; int64_t ldy; int y16;
     const float *R; int64_t ldr;
     const float *bias;
     int act;
@@ -70,9 +74,9 @@ typedef int (*mvrt_gpu_gemm16_fn)(gpuStream_t s, const mvrt_gpu_gemm16_t *g, cha
 typedef struct mvrt_gpu_op_ctx {
     int warp_size;          /* the device's warp width (32 or 64) */
     int sm_count;           /* multiprocessors: sizes the split-K of small GEMMs */
-    int mma_bf16;           /* NVIDIA sm_80+: the bf16 tensor-core attention kernel runs */
+    int mma16;              /* NVIDIA sm_80+: the bf16 / fp16 tensor-core attention kernels run */
     int mma_tf32x3;         /* NVIDIA sm_80+: fp32 attention runs on 3xTF32 tensor cores */
-    /* NVIDIA sm_90 code: bf16 attention over at most 256 keys stages each
+    /* NVIDIA sm_90 code: 16-bit attention over at most 256 keys stages each
      * head's K and V whole (ops/attention/attention_gpu.cuh) */
     int staged_attention;
     /* NVIDIA sm_90+: fp32 GEMMs with fewer 64x64 output tiles than SMs run

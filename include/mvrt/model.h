@@ -117,19 +117,24 @@ typedef struct mvrt_graph_options {
                              and convs run as 3xTF32 on tensor cores, error at or below SGEMM's;
                              MVRT_CUDA_FP32_GEMM=sgemm forces SGEMM); 1: fast, TF32 GEMMs and convs on
                              CUDA; 2: fast, bf16 GEMM and conv operands with fp32 accumulation on CUDA
-                             (as PyTorch autocast), attention on bf16 tensor cores (sm_80+), and the
-                             activations that only a GEMM reads (LayerNorm outputs, MLP hidden) stored
-                             as bf16 on GPU backends. The CPU computes fp32 for all three. */
+                             (as PyTorch autocast), attention on bf16 tensor cores (sm_80+), the
+                             network's conv-stage maps and the activations that only a GEMM reads
+                             (LayerNorm outputs, MLP hidden) stored as bf16 on every backend; 3: the
+                             same in fp16 (fp16 tensor cores; T4s and older have no bf16 ones). The
+                             CPU multiplies in fp32 in every mode, rounding the same stored
+                             activations to 16 bits in modes 2 and 3. */
 } mvrt_graph_options_t;
 
 typedef struct mvrt_graph mvrt_graph_t;
 
 /* Plans the model for these options and allocates its workspace (the only
- * allocation: running never allocates). With math 2 (bf16) on a GPU
- * backend whose GEMMs take bf16 weights (CUDA), it also keeps a bf16 copy
- * of the model's weights (half their bytes), rounded here once instead
- * of on every run; making it copies the weights through host memory in
- * slices of 4 MiB and waits for the device. */
+ * allocation: running never allocates). With math 2 or 3 (bf16, fp16) on
+ * a GPU backend whose GEMMs take 16-bit weights (CUDA), it also keeps a
+ * 16-bit copy of the model's weights (half their bytes), rounded here
+ * once instead of on every run; making it copies the weights through host
+ * memory in slices of 4 MiB and waits for the device. fp16: a weight
+ * beyond fp16's range (|w| > 65504) fails with MVRT_ERR_UNSUPPORTED
+ * instead of becoming infinite. */
 MVRT_API mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t *options,
                                          mvrt_graph_t **out_graph);
 /* NULL is a no-op. Work queued with the graph completes first on GPUs. */
@@ -150,8 +155,8 @@ MVRT_API mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream
                                       const mvrt_tensor_t *input, const mvrt_tensor_t *output);
 
 typedef struct mvrt_graph_stats {
-    size_t workspace_bytes;   /* intermediates + op scratch (+ the bf16 copy of the weights that
-                                 a bf16 graph on CUDA keeps: mvrt_graph_create) */
+    size_t workspace_bytes;   /* intermediates + op scratch (+ the 16-bit copy of the weights that
+                                 a bf16 / fp16 graph on CUDA keeps: mvrt_graph_create) */
     size_t weight_bytes;      /* the model's device weights */
     int64_t nodes;            /* ops per run */
     int captured;             /* 1 once runs replay a captured CUDA/HIP graph */

@@ -223,14 +223,15 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
     }
 }
 
-/* ---- bf16 tensor-core path (MVRT_MATH_BF16, NVIDIA sm_80+) ----
+/* ---- 16-bit tensor-core path (MVRT_MATH_BF16 / FP16, NVIDIA sm_80+) ----
  * One block of 4 warps per (batch, head, tile of 64 queries), 16 queries
  * per warp, flash-attention style: S = Q K^T and O += P V on mma.sync
- * m16n8k16 (bf16 operands, fp32 accumulation), the online softmax in fp32
- * registers. Q (pre-scaled by scale * log2 e), K and V are rounded to bf16
- * while staged in shared memory, P is rounded to bf16 for the second
+ * m16n8k16 (bf16 or fp16 operands, the template's T16; fp32 accumulation),
+ * the online softmax in fp32 registers. Q (pre-scaled by scale * log2 e;
+ * |q scale| stays far inside fp16's range for LayerNorm'd inputs), K and V
+ * are rounded to 16 bits while staged in shared memory, P (in [0, 1]) for the second
  * product; the row sums and the rescaling stay fp32. DP = head_dim rounded
- * up to 16 (zero columns). Rows of the staged tiles are padded by 8 bf16
+ * up to 16 (zero columns). Rows of the staged tiles are padded by 8 values
  * so that the fragment loads of a warp hit 32 distinct banks; V is staged
  * transposed (Vt[d][key]) so that its fragments are 32-bit loads too.
  * Keys past L are zero in K and V and -inf in S. The fragment layouts are
@@ -245,20 +246,32 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
 #endif
 
 #ifdef MVRT_ATT_MMA_DEVICE
-/* two floats -> two bf16 (round to nearest even) in one 32-bit word, lo first:
- * mvrt_bf16x2_bits in one cvt instruction (P is packed in the inner loop) */
-static __device__ __forceinline__ uint32_t att_pack_bf16x2(float lo, float hi)
+/* two floats -> two 16-bit values of type T16 (bf16: MVRT_STORAGE16_BF16,
+ * fp16: MVRT_STORAGE16_F16; round to nearest even) in one 32-bit word, lo
+ * first: mvrt_h16x2 in one cvt instruction (P is packed in the inner loop) */
+template <int T16> static __device__ __forceinline__ uint32_t att_pack(float lo, float hi)
 {
     uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    if constexpr (T16 == MVRT_STORAGE16_F16)
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
-static __device__ __forceinline__ void att_mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+/* c += a b on mma.sync m16n8k16 with 16-bit operands of type T16 */
+template <int T16>
+static __device__ __forceinline__ void att_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
 {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    if constexpr (T16 == MVRT_STORAGE16_F16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 /* Four consecutive columns [4 k4, 4 k4 + 4) of one row, zeros past d. */
 static __device__ __forceinline__ float4 att_load4(const float *row, int k4, int d, bool vec4)
@@ -365,12 +378,12 @@ static __device__ __forceinline__ void att_store_rows(const float (&o)[DJ][4], f
 }
 #endif
 
-template <int DP>
+template <int DP, int T16>
 __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_params_t p, bool vec4)
 {
 #ifdef MVRT_ATT_MMA_DEVICE
     constexpr int TQ = MVRT_ATT_MMA_TQ, TK = MVRT_ATT_MMA_TK;
-    constexpr int QS = DP + 8, KST = DP + 8, VST = TK + 8; /* row strides in bf16 */
+    constexpr int QS = DP + 8, KST = DP + 8, VST = TK + 8; /* row strides in 16-bit values */
     constexpr int C4 = DP / 4;                             /* float4 chunks of a row */
     __shared__ __align__(16) uint32_t Qs[TQ * QS / 2];
     __shared__ __align__(16) uint32_t Ks[TK * KST / 2];
@@ -387,7 +400,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 
     for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
         const float *base = p.qkv + b * L * ld + (int64_t)h * d;
-        /* ---- Q tile (scaled) -> bf16 in shared memory -> A fragments */
+        /* ---- Q tile (scaled) -> 16 bits in shared memory -> A fragments */
         {
             constexpr int PER = TQ * C4 / 128;
             float4 v[PER];
@@ -395,8 +408,8 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
             for (int u = 0; u < PER; u++) {
                 const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
-                Qs[(r * QS) / 2 + 2 * k4] = att_pack_bf16x2(v[u].x * qscale, v[u].y * qscale);
-                Qs[(r * QS) / 2 + 2 * k4 + 1] = att_pack_bf16x2(v[u].z * qscale, v[u].w * qscale);
+                Qs[(r * QS) / 2 + 2 * k4] = att_pack<T16>(v[u].x * qscale, v[u].y * qscale);
+                Qs[(r * QS) / 2 + 2 * k4 + 1] = att_pack<T16>(v[u].z * qscale, v[u].w * qscale);
             }
         }
         __syncthreads();
@@ -431,18 +444,18 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
                 for (int u = 0; u < PK; u++) {
                     const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
-                    Ks[(j * KST) / 2 + 2 * k4] = att_pack_bf16x2(kv[u].x, kv[u].y);
-                    Ks[(j * KST) / 2 + 2 * k4 + 1] = att_pack_bf16x2(kv[u].z, kv[u].w);
+                    Ks[(j * KST) / 2 + 2 * k4] = att_pack<T16>(kv[u].x, kv[u].y);
+                    Ks[(j * KST) / 2 + 2 * k4 + 1] = att_pack<T16>(kv[u].z, kv[u].w);
                 }
                 uint32_t *Vt32 = reinterpret_cast<uint32_t *>(Vt);
 #pragma unroll
                 for (int u = 0; u < PV; u++) {
                     const int idx = t + u * 128, jp = idx / C4, k4 = idx - jp * C4;
                     const int k = 4 * k4;
-                    Vt32[((k + 0) * VST) / 2 + jp] = att_pack_bf16x2(va[u].x, vb[u].x);
-                    Vt32[((k + 1) * VST) / 2 + jp] = att_pack_bf16x2(va[u].y, vb[u].y);
-                    Vt32[((k + 2) * VST) / 2 + jp] = att_pack_bf16x2(va[u].z, vb[u].z);
-                    Vt32[((k + 3) * VST) / 2 + jp] = att_pack_bf16x2(va[u].w, vb[u].w);
+                    Vt32[((k + 0) * VST) / 2 + jp] = att_pack<T16>(va[u].x, vb[u].x);
+                    Vt32[((k + 1) * VST) / 2 + jp] = att_pack<T16>(va[u].y, vb[u].y);
+                    Vt32[((k + 2) * VST) / 2 + jp] = att_pack<T16>(va[u].z, vb[u].z);
+                    Vt32[((k + 3) * VST) / 2 + jp] = att_pack<T16>(va[u].w, vb[u].w);
                 }
             }
             __syncthreads();
@@ -454,7 +467,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
                 sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.f;
                 const uint32_t *kr = Ks + ((nb * 8 + g) * KST) / 2 + c;
 #pragma unroll
-                for (int kk = 0; kk < DP / 16; kk++) att_mma_bf16(sc[nb], qa[kk], kr[kk * 8], kr[kk * 8 + 4]);
+                for (int kk = 0; kk < DP / 16; kk++) att_mma<T16>(sc[nb], qa[kk], kr[kk * 8], kr[kk * 8 + 4]);
             }
             /* ---- online softmax, rows g and g + 8 (key kt0 < L exists) */
             att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
@@ -463,14 +476,14 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
             for (int kc = 0; kc < TK / 16; kc++) {
                 if (kt0 + kc * 16 >= L) break; /* whole chunk past L: P is 0 there */
-                const uint32_t pa[4] = {att_pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]),
-                                        att_pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
-                                        att_pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                        att_pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                const uint32_t pa[4] = {att_pack<T16>(sc[2 * kc][0], sc[2 * kc][1]),
+                                        att_pack<T16>(sc[2 * kc][2], sc[2 * kc][3]),
+                                        att_pack<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                        att_pack<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
 #pragma unroll
                 for (int j = 0; j < DP / 8; j++) {
                     const uint32_t *vr = Vt32 + ((j * 8 + g) * VST) / 2 + kc * 8 + c;
-                    att_mma_bf16(o[j], pa, vr[0], vr[4]);
+                    att_mma<T16>(o[j], pa, vr[0], vr[4]);
                 }
             }
         }
@@ -484,7 +497,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #endif
 }
 
-/* ---- bf16 tensor cores, the whole sequence staged (NVIDIA sm_90 code) ----
+/* ---- 16-bit tensor cores, the whole sequence staged (NVIDIA sm_90 code) ----
  * attention_mma_kernel stages 64 keys at a time through registers
  * (load, convert, store, sync, compute): at MambaVision's windows (L 196,
  * d 40) its blocks wait on each tile's loads with 3 blocks per SM (132
@@ -494,7 +507,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
  * shared memory as fp32 with cp.async, all in flight at once and no
  * registers held; the warps then run the same flash-attention loop as
  * attention_mma_kernel over 64 keys at a time from shared memory, rounding
- * K and V to bf16 as they build the mma fragments (the same roundings as
+ * K and V to 16 bits as they build the mma fragments (the same roundings as
  * that kernel).
  * Q fragments come straight from global memory, pre-scaled. Scores past
  * L are masked only in the last tile, with 32-bit compares, and exp2 is
@@ -515,7 +528,7 @@ static inline size_t att_staged_smem(int64_t L)
     return (size_t)att_staged_rows(L) * (size_t)((DP + 8) + (DP + 4)) * sizeof(float);
 }
 
-template <int DP>
+template <int DP, int T16>
 __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged_kernel(mvrt_attention_params_t p)
 {
 #ifdef MVRT_ATT_MMA_DEVICE
@@ -567,8 +580,8 @@ __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged
                     if (r0 < L) a = *reinterpret_cast<const float2 *>(base + r0 * ld + k);
                     if (r0 + 8 < L) a8 = *reinterpret_cast<const float2 *>(base + (r0 + 8) * ld + k);
                 }
-                qa[kk][2 * hi] = att_pack_bf16x2(a.x * qscale, a.y * qscale);
-                qa[kk][2 * hi + 1] = att_pack_bf16x2(a8.x * qscale, a8.y * qscale);
+                qa[kk][2 * hi] = att_pack<T16>(a.x * qscale, a.y * qscale);
+                qa[kk][2 * hi + 1] = att_pack<T16>(a8.x * qscale, a8.y * qscale);
             }
         }
         asm volatile("cp.async.wait_group 0;\n" ::: "memory");
@@ -591,7 +604,7 @@ __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged
                     for (int kk = 0; kk < DP / 16; kk++) {
                         const float2 k0 = *reinterpret_cast<const float2 *>(kr + kk * 16);
                         const float2 k1 = *reinterpret_cast<const float2 *>(kr + kk * 16 + 8);
-                        att_mma_bf16(sc[nb], qa[kk], att_pack_bf16x2(k0.x, k0.y), att_pack_bf16x2(k1.x, k1.y));
+                        att_mma<T16>(sc[nb], qa[kk], att_pack<T16>(k0.x, k0.y), att_pack<T16>(k1.x, k1.y));
                     }
                 }
                 att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
@@ -599,16 +612,16 @@ __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged
 #pragma unroll
                 for (int kc = 0; kc < 4; kc++) {
                     if (kt0 + kc * 16 >= L) break;
-                    const uint32_t pa[4] = {att_pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]),
-                                            att_pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
-                                            att_pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                            att_pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                    const uint32_t pa[4] = {att_pack<T16>(sc[2 * kc][0], sc[2 * kc][1]),
+                                            att_pack<T16>(sc[2 * kc][2], sc[2 * kc][3]),
+                                            att_pack<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                            att_pack<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
                     const float *vr = Vsm + (kt0 + kc * 16 + 2 * c) * VS + g;
 #pragma unroll
                     for (int j = 0; j < DJ_MAX; j++) {
                         if (j >= DJ) break;
                         const float *v = vr + j * 8;
-                        att_mma_bf16(o[j], pa, att_pack_bf16x2(v[0], v[VS]), att_pack_bf16x2(v[8 * VS], v[9 * VS]));
+                        att_mma<T16>(o[j], pa, att_pack<T16>(v[0], v[VS]), att_pack<T16>(v[8 * VS], v[9 * VS]));
                     }
                 }
             }
@@ -623,20 +636,20 @@ __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged
 }
 
 #if defined(MVRT_GPU_CUDA)
-/* Queues attention_mma_staged_kernel<DP>, opting in to its shared memory
- * first (a host-side attribute of the current device, allowed while a
- * stream is captured). */
-template <int DP>
+/* Queues attention_mma_staged_kernel<DP, T16>, opting in to its shared
+ * memory first (a host-side attribute of the current device, allowed while
+ * a stream is captured). */
+template <int DP, int T16>
 static cudaError_t launch_attention_staged_dp(const mvrt_attention_params_t &p, cudaStream_t s)
 {
-    const cudaError_t opt_in =
-        mvrt_gpu_func_set_max_dyn_smem(attention_mma_staged_kernel<DP>, (int)att_staged_smem<DP>(MVRT_ATT_ST_MAXL));
+    void (*kernel)(mvrt_attention_params_t) = attention_mma_staged_kernel<DP, T16>;
+    const cudaError_t opt_in = mvrt_gpu_func_set_max_dyn_smem(kernel, (int)att_staged_smem<DP>(MVRT_ATT_ST_MAXL));
     if (opt_in != cudaSuccess) return opt_in;
     const int64_t q16 = (p.length + 15) / 16;                                       /* 16-query groups */
     const int64_t blocks = (q16 + MVRT_ATT_ST_MAXW - 1) / MVRT_ATT_ST_MAXW;          /* per (batch, head) */
     const int warps = (int)((q16 + blocks - 1) / blocks);                            /* balanced */
     const dim3 grid((unsigned)blocks, (unsigned)p.heads, (unsigned)(p.batch < 65535 ? p.batch : 65535));
-    attention_mma_staged_kernel<DP><<<grid, 32 * warps, att_staged_smem<DP>(p.length), s>>>(p);
+    kernel<<<grid, 32 * warps, att_staged_smem<DP>(p.length), s>>>(p);
     return cudaGetLastError();
 }
 #endif
@@ -901,8 +914,8 @@ static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 gr
  * than SMs (MambaVision at batch 1: 4 x 8 heads) each query is shared by
  * MVRT_ATT_KS lanes that take every MVRT_ATT_KS-th sub-tile of 16 keys, so
  * MVRT_ATT_KS times more blocks run, each over a share of the keys.
- * mma_bf16: the device runs attention_mma_kernel (NVIDIA sm_80+); it is
- * used for p.math == MVRT_MATH_BF16 and head_dim <= 64. mma_tf32x3: the
+ * mma16: the device runs attention_mma_kernel (NVIDIA sm_80+); it is
+ * used for p.math bf16 or fp16 and head_dim <= 64. mma_tf32x3: the
  * other modes run attention_tf32x3_kernel (head_dim <= 64). */
 #define MVRT_ATT_KS 4
 #if defined(MVRT_GPU_CUDA)
@@ -922,18 +935,43 @@ static cudaError_t launch_attention_split_dp(const mvrt_attention_params_t &p, i
 #endif
 
 /* The kernel for each case:
- *   bf16 math, staged (NVIDIA sm_90 code), head_dim % 4 == 0, aligned
- *     rows, L <= 256     -> attention_mma_staged_kernel (whole K, V in
+ *   bf16 / fp16 math, staged (NVIDIA sm_90 code), head_dim % 4 == 0,
+ *     aligned rows, L <= 256 -> attention_mma_staged_kernel (whole K, V in
  *                           shared memory; MambaVision's windows)
- *   bf16 math, sm_80+    -> attention_mma_kernel (64 keys per tile)
+ *   bf16 / fp16 math, sm_80+ -> attention_mma_kernel (64 keys per tile)
  *   fp32 / fast, sm_80+  -> attention_tf32x3_kernel (key splits below)
  *   else                 -> the SIMT kernels (head_dim <= 64) or direct.
  * split_keys (NVIDIA sm_90+): fp32/fast attention grids of fewer than half
  * the SMs split the keys over clusters of 2 or 4 blocks (see
  * attention_tf32x3_kernel). */
-static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma_bf16,
+#if defined(MVRT_GPU_CUDA)
+template <int T16>
+static cudaError_t launch_attention_staged(const mvrt_attention_params_t &p, cudaStream_t s)
+{
+    switch ((p.head_dim + 15) / 16) {
+    case 1: return launch_attention_staged_dp<16, T16>(p, s);
+    case 2: return launch_attention_staged_dp<32, T16>(p, s);
+    case 3: return launch_attention_staged_dp<48, T16>(p, s);
+    default: return launch_attention_staged_dp<64, T16>(p, s);
+    }
+}
+#endif
+template <int T16>
+static inline void launch_attention_mma(const mvrt_attention_params_t &p, dim3 grid, bool vec4, mvrt_gpu_stream_t s)
+{
+    switch ((p.head_dim + 15) / 16) {
+    case 1: attention_mma_kernel<16, T16><<<grid, 128, 0, s>>>(p, vec4); break;
+    case 2: attention_mma_kernel<32, T16><<<grid, 128, 0, s>>>(p, vec4); break;
+    case 3: attention_mma_kernel<48, T16><<<grid, 128, 0, s>>>(p, vec4); break;
+    default: attention_mma_kernel<64, T16><<<grid, 128, 0, s>>>(p, vec4); break;
+    }
+}
+
+static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma16,
                                                 bool staged, bool mma_tf32x3, bool split_keys, mvrt_gpu_stream_t s)
 {
+    const bool math16 = p.math == MVRT_MATH_BF16 || p.math == MVRT_MATH_FP16;
+    const bool f16 = p.math == MVRT_MATH_FP16;
     if (p.batch <= 0 || p.length <= 0 || p.heads <= 0 || p.head_dim <= 0) return MVRT_GPU_SUCCESS;
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
     const int64_t qtiles_ks = (p.length + MVRT_ATT_TQ / MVRT_ATT_KS - 1) / (MVRT_ATT_TQ / MVRT_ATT_KS);
@@ -942,24 +980,15 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
         /* float4 staging: head_dim, the row stride 3C and the pointer allow 16-byte loads */
         const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
 #if defined(MVRT_GPU_CUDA)
-        if (mma_bf16 && staged && p.math == MVRT_MATH_BF16 && vec4 && p.length <= MVRT_ATT_ST_MAXL) {
-            switch ((p.head_dim + 15) / 16) {
-            case 1: return launch_attention_staged_dp<16>(p, s);
-            case 2: return launch_attention_staged_dp<32>(p, s);
-            case 3: return launch_attention_staged_dp<48>(p, s);
-            default: return launch_attention_staged_dp<64>(p, s);
-            }
-        }
+        if (mma16 && staged && math16 && vec4 && p.length <= MVRT_ATT_ST_MAXL)
+            return f16 ? launch_attention_staged<MVRT_STORAGE16_F16>(p, s)
+                       : launch_attention_staged<MVRT_STORAGE16_BF16>(p, s);
 #endif
-        if (mma_bf16 && p.math == MVRT_MATH_BF16) {
+        if (mma16 && math16) {
             const dim3 grid((unsigned)((p.length + MVRT_ATT_MMA_TQ - 1) / MVRT_ATT_MMA_TQ), (unsigned)p.heads, bz);
-            switch ((p.head_dim + 15) / 16) {
-            case 1: attention_mma_kernel<16><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 2: attention_mma_kernel<32><<<grid, 128, 0, s>>>(p, vec4); break;
-            case 3: attention_mma_kernel<48><<<grid, 128, 0, s>>>(p, vec4); break;
-            default: attention_mma_kernel<64><<<grid, 128, 0, s>>>(p, vec4); break;
-            }
-        } else if (mma_tf32x3 && p.math != MVRT_MATH_BF16) {
+            if (f16) launch_attention_mma<MVRT_STORAGE16_F16>(p, grid, vec4, s);
+            else launch_attention_mma<MVRT_STORAGE16_BF16>(p, grid, vec4, s);
+        } else if (mma_tf32x3 && !math16) {
             const int64_t tf_qtiles = (p.length + MVRT_ATT_TF_TQ - 1) / MVRT_ATT_TF_TQ;
             const int64_t ktiles = (p.length + MVRT_ATT_TF_TK - 1) / MVRT_ATT_TF_TK;
             const int R = !split_keys || 2 * tf_qtiles * p.heads * p.batch > sm_count || p.batch * 4 > 65535 ? 1

@@ -194,6 +194,37 @@ static __device__ __forceinline__ unsigned mvrt_bf16x2_bits(float lo, float hi)
 {
     return (unsigned)mvrt_f32_to_bf16_bits(lo) | ((unsigned)mvrt_f32_to_bf16_bits(hi) << 16);
 }
+/* fp16 as raw bits: exact widening; rounding to nearest even (values
+ * beyond 65504 become infinite: the graph's fp16 mode is checked for it). */
+static __device__ __forceinline__ float mvrt_f16_bits_to_f32(unsigned short h)
+{
+    return __half2float(__ushort_as_half(h));
+}
+static __device__ __forceinline__ unsigned short mvrt_f32_to_f16_bits(float f)
+{
+    return __half_as_ushort(__float2half_rn(f));
+}
+
+/* The 16-bit storage of the bf16 and fp16 math modes, chosen at compile
+ * time: T16 is MVRT_STORAGE16_BF16 (3) or MVRT_STORAGE16_F16 (2) of
+ * ops/common/mv_op_params.h (the values of mvrt_dtype_t). Kernels that
+ * read or write 16-bit activations take it as a template argument. */
+template <int T16> static __device__ __forceinline__ float mvrt_h16_to_f32(unsigned short h)
+{
+    static_assert(T16 == 2 || T16 == 3, "T16: MVRT_STORAGE16_F16 or MVRT_STORAGE16_BF16");
+    return T16 == 2 ? mvrt_f16_bits_to_f32(h) : mvrt_bf16_bits_to_f32(h);
+}
+template <int T16> static __device__ __forceinline__ unsigned short mvrt_f32_to_h16(float f)
+{
+    static_assert(T16 == 2 || T16 == 3, "T16: MVRT_STORAGE16_F16 or MVRT_STORAGE16_BF16");
+    return T16 == 2 ? mvrt_f32_to_f16_bits(f) : mvrt_f32_to_bf16_bits(f);
+}
+/* two rounded values in one word, lo in the low half */
+template <int T16> static __device__ __forceinline__ unsigned mvrt_h16x2(float lo, float hi)
+{
+    return (unsigned)mvrt_f32_to_h16<T16>(lo) | ((unsigned)mvrt_f32_to_h16<T16>(hi) << 16);
+}
+
 #if defined(MVRT_GPU_HIP)
 static __device__ __forceinline__ float mvrt_bf16_to_float(mvrt_gpu_bf16 x) { return mvrt_bf16_bits_to_f32(x.bits); }
 static __device__ __forceinline__ mvrt_gpu_bf16 mvrt_float_to_bf16(float x)

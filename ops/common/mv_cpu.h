@@ -5,8 +5,8 @@
  * `threads` - 1 OpenMP workers. Parameters are already validated. Returns 0,
  * -1 for an op kind this library does not implement, or -2 when the op
  * needs scratch (mvrt_cpu_op_scratch_bytes > 0) and `scratch` is NULL.
- * The bf16-storage forms (layernorm y_bf16, linear a_bf16 / y_bf16, the
- * NHWC bf16 maps of conv2d, window and pool: the graph's 16-bit
+ * The 16-bit storage forms, bf16 or fp16 (layernorm y16, linear a16 /
+ * y16, the NHWC 16-bit maps of conv2d, window and pool: the graph's 16-bit
  * activations) compute in fp32 exactly as the float forms
  * do: a 16-bit A is widened (exactly) into scratch, a 16-bit output is
  * computed into scratch and rounded to nearest even once, after bias and
@@ -25,7 +25,7 @@ extern "C" {
 
 int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads);
 /* Bytes of scratch mvrt_cpu_op_run needs for p: fp32 copies of the
- * bf16-stored operands of the storage forms; 0 for every other op. */
+ * 16-bit operands of the storage forms; 0 for every other op. */
 size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p);
 const char *mvrt_cpu_gemm_library(void);
 

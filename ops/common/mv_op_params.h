@@ -4,9 +4,9 @@
  *
  * Contract: the graph runner builds these after planning its workspace and
  * validating the model, so kernels may assume consistent, in-range values
- * and non-overlapping inputs/outputs unless a field says otherwise. All
- * data is float32 (the fast-math mode changes only how a linear computes,
- * never the storage). Plain C shared by the double reference, the CPU
+ * and non-overlapping inputs/outputs unless a field says otherwise. Data
+ * is float32 except where a 16-bit storage field says otherwise (below).
+ * Plain C shared by the double reference, the CPU
  * kernels and the GPU kernel sources: no runtime headers here.
  *
  * One op reaches a backend through mvrt_plugin_vtable_t::op_run as a
@@ -46,14 +46,25 @@ typedef enum mvrt_activation {
 } mvrt_activation_t;
 
 /* How a linear or conv multiplies: exact fp32 (default, matches PyTorch with
- * TF32 off), or an opt-in fast mode: TF32 tensor cores (FAST), or bf16
- * operands rounded from fp32 with fp32 accumulation and output (BF16, as
- * PyTorch autocast). Backends without a faster path compute fp32. */
+ * TF32 off), or an opt-in fast mode: TF32 tensor cores (FAST), or bf16 /
+ * fp16 operands rounded from fp32 with fp32 accumulation and output (BF16,
+ * FP16, as PyTorch autocast). Backends without a faster path compute fp32. */
 typedef enum mvrt_math_mode {
     MVRT_MATH_FP32 = 0,
     MVRT_MATH_FAST = 1,
-    MVRT_MATH_BF16 = 2
+    MVRT_MATH_BF16 = 2,
+    MVRT_MATH_FP16 = 3
 } mvrt_math_mode_t;
+
+/* 16-bit storage fields (layernorm y16, linear a16 / y16 / b16, conv2d
+ * x_nhwc16 / y_nhwc16, window map_nhwc16, pool x_nhwc16) hold 0 (the
+ * operand is floats) or the 16-bit type the operand is stored in:
+ * MVRT_DTYPE_BF16 (3) or MVRT_DTYPE_F16 (2) of include/mvrt/core.h, as
+ * uint16_t bits, values rounded to nearest even when stored. The 16-bit
+ * fields of one op that are set hold the same type, and with math BF16 or
+ * FP16 that math's type. Backends answer MVRT_ERR_UNSUPPORTED for
+ * anything else (mvrt_op_storage16_valid). */
+enum { MVRT_STORAGE16_F16 = 2, MVRT_STORAGE16_BF16 = 3 };
 
 /* y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias over `cols`
  * (biased variance, as PyTorch). x and y are row-major with row strides
@@ -64,11 +75,11 @@ typedef struct mvrt_layernorm_params {
     float *y; int64_t y_ld;
     const float *weight, *bias;   /* (cols) */
     float eps;
-    /* 1 = y holds bf16 bits (uint16_t, row stride y_ld elements), rounded
-     * to nearest even (the CPU computes into scratch and rounds),
+    /* 16-bit storage (see MVRT_STORAGE16_*): y holds 16-bit bits (row
+     * stride y_ld elements; the CPU computes into scratch and rounds)
      * instead of floats; y may then not alias x. The graph runner asks for
-     * it in bf16 math mode where only a bf16 GEMM reads y. */
-    int y_bf16;
+     * it in 16-bit math modes where only a 16-bit GEMM reads y. */
+    int y16;
 } mvrt_layernorm_params_t;
 
 /* Batched GEMM with epilogue, row-major. For b in [0, batch):
@@ -95,12 +106,13 @@ typedef struct mvrt_linear_params {
     int activation;   /* mvrt_activation_t */
     float beta;       /* 0 or 1 */
     int math;         /* mvrt_math_mode_t */
-    /* bf16 storage, bits as uint16_t with the same leading dimensions and
-     * batch strides in elements (the CPU converts through scratch). a_bf16: A is bf16. y_bf16: Y is stored as bf16 (rounded
-     * after bias and activation; beta must be 0). With math BF16 and a
+    /* 16-bit storage (see MVRT_STORAGE16_*), with the same leading
+     * dimensions and batch strides in elements (the CPU converts through
+     * scratch). a16: A is 16-bit. y16: Y is stored 16-bit (rounded after
+     * bias and activation; beta must be 0). With math BF16 / FP16 and a
      * vendor GEMM the product reads / writes them directly; otherwise they
      * are converted through fp32 scratch. */
-    int a_bf16, y_bf16;
+    int a16, y16;
     /* GPU backends only, where op_scratch_size takes it (the CPU and HIP
      * answer UNSUPPORTED): a LayerNorm of A's rows folded into the
      * product. With ln_weight non-NULL, op(A) is replaced by LN(A),
@@ -110,7 +122,7 @@ typedef struct mvrt_linear_params {
      * LayerNorm's shift beta enters only through `bias` (per column),
      * which the caller sets to b + op(B)^T beta, and
      *   ln_colsum[n] = sum_k op(B)[k, n] ln_weight[k]   (N values).
-     * Needs trans_a = 0, K a multiple of 8, fp32 math, no bf16 storage,
+     * Needs trans_a = 0, K a multiple of 8, fp32 math, no 16-bit storage,
      * a bias per column. The graph runner computes both vectors when it
      * loads the weights (<linear>.ln_colsum / .ln_bias) and emits the
      * LayerNorm and the linear separately where a backend declines. */
@@ -122,12 +134,13 @@ typedef struct mvrt_linear_params {
      * finished (a programmatic dependent launch); 0: B may be an earlier
      * op's output. The graph runner sets it for its weights. */
     int b_constant;
-    /* 1: B holds bf16 bits (uint16_t, ldb and batch_stride_b in elements),
-     * with math BF16 only: a bf16 graph's weights, rounded once when the
-     * graph is made instead of on every run. Backends without a bf16
-     * vendor GEMM (HIP) and the CPU (fp32 math from fp32 weights) decline
-     * it: op_scratch_size answers UNSUPPORTED. */
-    int b_bf16;
+    /* 16-bit B (see MVRT_STORAGE16_*; ldb and batch_stride_b in
+     * elements), with math BF16 / FP16 only, of that math's type: a 16-bit
+     * graph's weights, rounded once when the graph is made instead of on
+     * every run. Backends without a 16-bit vendor GEMM (HIP) and the CPU
+     * (fp32 math from fp32 weights) decline it: op_scratch_size answers
+     * UNSUPPORTED. */
+    int b16;
 } mvrt_linear_params_t;
 
 /* Depthwise conv1d along L with PyTorch's padding='same' (left pad
@@ -162,8 +175,9 @@ typedef struct mvrt_dwconv1d_params {
  *   [h*head_dim, (h+1)*head_dim) of each part.
  *   out (batch, L, C) row-major, head h at columns [h*head_dim, ...):
  *   out = softmax(q k^T * scale) v per (batch, head).
- * math MVRT_MATH_BF16 lets a GPU with bf16 tensor cores round q, k, v and
- * the softmax weights to bf16 (fp32 accumulation and softmax); every other
+ * math MVRT_MATH_BF16 (FP16) lets a GPU with bf16 (fp16) tensor cores round
+ * q, k, v and the softmax weights to that type (fp32 accumulation and
+ * softmax); every other
  * mode, and the CPU, compute with fp32 accuracy (on NVIDIA sm_80+ as 3xTF32
  * on tensor cores: each operand split into two TF32 parts, three products
  * summed in fp32). */
@@ -194,13 +208,13 @@ typedef struct mvrt_conv2d_params {
     float *y;
     int activation;   /* mvrt_activation_t */
     int math;         /* mvrt_math_mode_t of the GEMM (GPU; the CPU computes in fp32) */
-    /* 16-bit maps (the graph's bf16 conv stages): x_nhwc16 = 1: x is NHWC
-     * bf16 bits (uint16_t, channels contiguous) instead of NCHW floats;
-     * y_nhwc16 = 1: y and residual are NHWC bf16, y rounded to nearest even
-     * once after bias, activation and residual. A backend takes these forms
+    /* 16-bit maps (the graph's 16-bit conv stages; see MVRT_STORAGE16_*):
+     * x_nhwc16 set: x is NHWC 16-bit (channels contiguous) instead of NCHW
+     * floats; y_nhwc16 set: y and residual are NHWC 16-bit, y rounded once
+     * after bias, activation and residual. A backend takes these forms
      * only where it serves them (op_scratch_size answers UNSUPPORTED
-     * otherwise: CUDA with CUTLASS on sm_80+ code, bf16 math; the CPU
-     * through fp32 scratch); activation and residual are not both set. */
+     * otherwise: CUDA with CUTLASS on sm_80+ code, bf16 / fp16 math; the
+     * CPU through fp32 scratch); activation and residual are not both set. */
     int x_nhwc16, y_nhwc16;
 } mvrt_conv2d_params_t;
 
@@ -218,9 +232,9 @@ typedef struct mvrt_window_params {
     int window;
     const float *src;
     float *dst;
-    /* 1: the map is NHWC bf16 bits (uint16_t) instead of NCHW floats, the
-     * tokens stay floats (the graph's bf16 conv stages; backends that take
-     * the conv2d's nhwc16 forms take this) */
+    /* set (MVRT_STORAGE16_*): the map is NHWC 16-bit instead of NCHW
+     * floats, the tokens stay floats (the graph's 16-bit conv stages;
+     * backends that take the conv2d's nhwc16 forms take this) */
     int map_nhwc16;
 } mvrt_window_params_t;
 
@@ -233,7 +247,7 @@ typedef struct mvrt_affine_avgpool_params {
     const float *x;
     const float *scale, *shift;
     float *y;
-    int x_nhwc16;   /* 1: x is NHWC bf16 bits (uint16_t) instead of NCHW floats */
+    int x_nhwc16;   /* set (MVRT_STORAGE16_*): x is NHWC 16-bit instead of NCHW floats */
 } mvrt_affine_avgpool_params_t;
 
 /* The token-local middle of a MambaVision mixer, one op (GPU backends
@@ -297,6 +311,39 @@ typedef struct mvrt_op_params {
         mvrt_mlp_params_t mlp;
     } u;
 } mvrt_op_params_t;
+
+/* The op's 16-bit storage type: 0 (all floats), MVRT_STORAGE16_BF16 or
+ * MVRT_STORAGE16_F16; -1 when its 16-bit fields break the rules above
+ * (an unknown value, two types in one op, or a type other than its 16-bit
+ * math's). Backends refuse -1 with MVRT_ERR_UNSUPPORTED. */
+static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
+{
+    int f[3] = {0, 0, 0}, math = MVRT_MATH_FP32;
+    switch (p->kind) {
+    case MVRT_OP_LAYERNORM: f[0] = p->u.layernorm.y16; break;
+    case MVRT_OP_LINEAR:
+        f[0] = p->u.linear.a16, f[1] = p->u.linear.y16, f[2] = p->u.linear.b16, math = p->u.linear.math;
+        break;
+    case MVRT_OP_CONV2D:
+        f[0] = p->u.conv2d.x_nhwc16, f[1] = p->u.conv2d.y_nhwc16, math = p->u.conv2d.math;
+        break;
+    case MVRT_OP_WINDOW_PARTITION:
+    case MVRT_OP_WINDOW_REVERSE: f[0] = p->u.window.map_nhwc16; break;
+    case MVRT_OP_AFFINE_AVGPOOL: f[0] = p->u.pool.x_nhwc16; break;
+    default: return 0;
+    }
+    /* the type a 16-bit math fixes, else the first field's */
+    int t = math == MVRT_MATH_BF16 ? MVRT_STORAGE16_BF16 : math == MVRT_MATH_FP16 ? MVRT_STORAGE16_F16 : 0;
+    int any = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!f[i])
+            continue;
+        if ((f[i] != MVRT_STORAGE16_BF16 && f[i] != MVRT_STORAGE16_F16) || (t && f[i] != t))
+            return -1;
+        t = f[i], any = 1;
+    }
+    return any ? t : 0;
+}
 
 #ifdef __cplusplus
 }

@@ -60,16 +60,19 @@ struct conv2d_plan {
     int direct;        /* 1x1, stride 1, pad 0: no patch matrix */
     int smallk;        /* conv_smallk_kernel: no GEMM, no scratch */
     int64_t chunk;     /* images per GEMM */
-    int64_t scratch;   /* bytes: X_col, then T, then (bf16) W */
+    int64_t scratch;   /* bytes: X_col, then T, then (16-bit) W */
     int64_t col_bytes; /* X_col's size for a full chunk (T follows it) */
-    int64_t t_bytes;   /* T's size for a full chunk (bf16: W follows it) */
-    int bf16;          /* X_col and W as bf16 (math MVRT_MATH_BF16 with a vendor GEMM) */
+    int64_t t_bytes;   /* T's size for a full chunk (16-bit: W follows it) */
+    /* 0, or the 16-bit type (MVRT_STORAGE16_*) of X_col and W (math bf16 /
+     * fp16 with a vendor GEMM) */
+    int t16;
 };
 
-static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p, bool bf16)
+/* t16: 0 (fp32 GEMMs) or the type of a 16-bit vendor GEMM's operands. */
+static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p, int t16)
 {
     conv2d_plan c;
-    c.bf16 = 0;
+    c.t16 = 0;
     c.kdim = p.in_channels * p.kernel * p.kernel;
     c.nsp = p.out_h * p.out_w;
     c.direct = p.kernel == 1 && p.stride == 1 && p.pad == 0 && p.out_h == p.in_h && p.out_w == p.in_w;
@@ -80,8 +83,8 @@ static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p, bool b
         c.col_bytes = c.t_bytes = 0;
         return c;
     }
-    c.bf16 = bf16;
-    const int64_t col_elem = bf16 ? 2 : 4;
+    c.t16 = t16;
+    const int64_t col_elem = t16 ? 2 : 4;
     const int64_t per_image = (c.kdim * col_elem + p.out_channels * 4) * c.nsp;
     int64_t chunk = MVRT_CONV_SCRATCH_CAP / per_image;
     if (chunk < 1) chunk = 1;
@@ -90,7 +93,7 @@ static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p, bool b
     c.chunk = chunk;
     c.col_bytes = (chunk * c.kdim * c.nsp * col_elem + 255) / 256 * 256;
     c.t_bytes = chunk * p.out_channels * c.nsp * 4;
-    c.scratch = c.col_bytes + (c.t_bytes + 255) / 256 * 256 + (bf16 ? p.out_channels * c.kdim * 2 : 0);
+    c.scratch = c.col_bytes + (c.t_bytes + 255) / 256 * 256 + (t16 ? p.out_channels * c.kdim * 2 : 0);
     return c;
 }
 
@@ -103,11 +106,14 @@ static inline conv2d_plan make_conv2d_plan(const mvrt_conv2d_params_t &p, bool b
  * by at most one below 2^24 positions per image and corrected in any case.
  * 32-bit positions: the launcher declines images of 2^31 pixels or more. Grid: x over positions, y over channels, z over
  * images; all grid-stride. */
-template <typename T> static __device__ __forceinline__ T col_value(float v);
-template <> __device__ __forceinline__ float col_value<float>(float v) { return v; }
-template <> __device__ __forceinline__ uint16_t col_value<uint16_t>(float v) { return mvrt_f32_to_bf16_bits(v); }
+/* T16 0: float columns; else 16-bit ones of that type (MVRT_STORAGE16_*) */
+template <int T16> static __device__ __forceinline__ auto col_value(float v)
+{
+    if constexpr (T16 == 0) return v;
+    else return (uint16_t)mvrt_f32_to_h16<T16>(v);
+}
 
-template <typename T>
+template <typename T, int T16>
 __global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int64_t b0, int64_t nb, T *col,
                                                      float inv_out_w)
 {
@@ -132,7 +138,7 @@ __global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int
                     const bool yin = yy >= 0 && yy < in_h;
                     for (int qi = 0; qi < k; qi++) {
                         const int xx = x0 + qi;
-                        *dst = col_value<T>((yin && xx >= 0 && xx < in_w) ? xc[yy * in_w + xx] : 0.f);
+                        *dst = col_value<T16>((yin && xx >= 0 && xx < in_w) ? xc[yy * in_w + xx] : 0.f);
                         dst += row;
                     }
                 }
@@ -141,6 +147,7 @@ __global__ void __launch_bounds__(256) im2col_kernel(mvrt_conv2d_params_t p, int
     }
 }
 
+/* col: floats, or 16-bit values of type c.t16 */
 template <typename T>
 static inline mvrt_gpu_error_t launch_im2col(const mvrt_conv2d_params_t &p, const conv2d_plan &c, int64_t b0,
                                              int64_t nb, T *col, mvrt_gpu_stream_t s)
@@ -148,7 +155,12 @@ static inline mvrt_gpu_error_t launch_im2col(const mvrt_conv2d_params_t &p, cons
     const int64_t bx = (c.nsp + 255) / 256;
     dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)(p.in_channels < 65535 ? p.in_channels : 65535),
               (unsigned)(nb < 65535 ? nb : 65535));
-    im2col_kernel<T><<<grid, 256, 0, s>>>(p, b0, nb, col, 1.0f / (float)p.out_w);
+    if constexpr (sizeof(T) == 4)
+        im2col_kernel<T, 0><<<grid, 256, 0, s>>>(p, b0, nb, col, 1.0f / (float)p.out_w);
+    else if (c.t16 == MVRT_STORAGE16_F16)
+        im2col_kernel<T, MVRT_STORAGE16_F16><<<grid, 256, 0, s>>>(p, b0, nb, col, 1.0f / (float)p.out_w);
+    else
+        im2col_kernel<T, MVRT_STORAGE16_BF16><<<grid, 256, 0, s>>>(p, b0, nb, col, 1.0f / (float)p.out_w);
     return mvrt_gpu_get_last_error();
 }
 
@@ -176,9 +188,10 @@ static __device__ __forceinline__ float smallk_dot(const float4 *w4, const float
 }
 
 /* NHWC16 (the 16-bit map form: y_nhwc16 with an NCHW float x, the
- * 3-channel stem): y and the residual are NHWC bf16, each thread's
- * outputs are its pixel's nco neighbouring channels. */
-template <int CIN, bool NHWC16>
+ * 3-channel stem; 0: NCHW floats): y and the residual are NHWC 16-bit of
+ * that type, each thread's outputs are its pixel's nco neighbouring
+ * channels. */
+template <int CIN, int NHWC16>
 __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p)
 {
     /* filter rows padded to KP (a multiple of 4, zeros) and read as KP / 4
@@ -221,7 +234,8 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
                             yin && xx >= 0 && xx < in_w ? x[((int64_t)c * in_h + yy) * in_w + xx] : 0.f;
                     }
                 }
-            if (NHWC16 && nco == CO && !p.residual && p.out_channels % 8 == 0) {
+            const bool packed = NHWC16 != 0 && nco == CO && !p.residual && p.out_channels % 8 == 0;
+            if constexpr (NHWC16 != 0) if (packed) {
                 /* the pixel's CO channels as 2 * CO contiguous bytes, in
                  * 16-byte stores: one 2-byte store per channel (64 bytes
                  * apart across the warp) left the stem at 1.1 ms on an
@@ -234,7 +248,7 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
 #pragma unroll
                     for (int h = 0; h < 2; h++)
                         a2[h] = act_apply(p.activation, smallk_dot<KP>(ws4 + (o + h) * (KP / 4), v, bs[o + h]));
-                    pk[o / 2] = mvrt_bf16x2_bits(a2[0], a2[1]);
+                    pk[o / 2] = mvrt_h16x2<NHWC16>(a2[0], a2[1]);
                 }
                 uint4 *dst = (uint4 *)(void *)((unsigned short *)(void *)p.y + (img * nsp + sp) * p.out_channels + co0);
 #pragma unroll
@@ -244,10 +258,10 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
 #pragma unroll 4
             for (int o = 0; o < nco; o++) {
                 float out = act_apply(p.activation, smallk_dot<KP>(ws4 + o * (KP / 4), v, bs[o]));
-                if (NHWC16) {
+                if constexpr (NHWC16 != 0) {
                     const int64_t off = (img * nsp + sp) * p.out_channels + co0 + o;
-                    if (p.residual) out += mvrt_bf16_bits_to_f32(((const unsigned short *)(const void *)p.residual)[off]);
-                    ((unsigned short *)(void *)p.y)[off] = mvrt_f32_to_bf16_bits(out);
+                    if (p.residual) out += mvrt_h16_to_f32<NHWC16>(((const unsigned short *)(const void *)p.residual)[off]);
+                    ((unsigned short *)(void *)p.y)[off] = mvrt_f32_to_h16<NHWC16>(out);
                 } else {
                     const int64_t off = ybase + (int64_t)o * nsp + sp;
                     if (p.residual) out += p.residual[off];
@@ -258,7 +272,7 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
     }
 }
 
-template <bool NHWC16>
+template <int NHWC16>
 static inline void launch_conv_smallk_form(const mvrt_conv2d_params_t &p, dim3 grid, mvrt_gpu_stream_t s)
 {
     switch (p.in_channels) {
@@ -274,8 +288,9 @@ static inline mvrt_gpu_error_t launch_conv_smallk(const mvrt_conv2d_params_t &p,
     const int64_t nsp = p.out_h * p.out_w, bx = (nsp + 255) / 256;
     const dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)((p.out_channels + MVRT_CONV_SMALLK_CO - 1) / MVRT_CONV_SMALLK_CO),
                     (unsigned)(p.batch < 65535 ? p.batch : 65535));
-    if (p.y_nhwc16) launch_conv_smallk_form<true>(p, grid, s);
-    else launch_conv_smallk_form<false>(p, grid, s);
+    if (p.y_nhwc16 == MVRT_STORAGE16_F16) launch_conv_smallk_form<MVRT_STORAGE16_F16>(p, grid, s);
+    else if (p.y_nhwc16) launch_conv_smallk_form<MVRT_STORAGE16_BF16>(p, grid, s);
+    else launch_conv_smallk_form<0>(p, grid, s);
     return mvrt_gpu_get_last_error();
 }
 

@@ -9,8 +9,9 @@
  * Any other shape goes through a scalar three-pass loop (re-reads hit L1).
  * In place (y == x) is fine: each element is read before its own lane
  * writes it. Reductions use MVRT_SHFL_XOR over MVRT_WARP_SIZE lanes.
- * Y16 (p.y_bf16): the output is stored as bf16 bits (round to nearest
- * even), 8-byte stores of 4 on the fast path. */
+ * Y16 (p.y16: 0, or MVRT_STORAGE16_BF16 / _F16): the output is stored as
+ * 16-bit bits of that type (round to nearest even), 8-byte stores of 4 on
+ * the fast path. */
 #ifndef MVRT_OPS_LAYERNORM_GPU_CUH
 #define MVRT_OPS_LAYERNORM_GPU_CUH
 
@@ -28,7 +29,7 @@ static __device__ __forceinline__ float warp_sum(float v)
 }
 
 /* NV = 0: scalar path only. Block size a multiple of the warp width. */
-template <int NV, bool Y16>
+template <int NV, int Y16>
 __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t p)
 {
     const int lane = threadIdx.x % MVRT_WARP_SIZE;
@@ -90,9 +91,8 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
                     o.y = (v[i].y - mean) * rstd * w.y + b.y;
                     o.z = (v[i].z - mean) * rstd * w.z + b.z;
                     o.w = (v[i].w - mean) * rstd * w.w + b.w;
-                    if (Y16)
-                        y4h[c4] = make_uint2(mvrt_bf16x2_bits(o.x, o.y),
-                                             mvrt_bf16x2_bits(o.z, o.w));
+                    if constexpr (Y16 != 0)
+                        y4h[c4] = make_uint2(mvrt_h16x2<Y16>(o.x, o.y), mvrt_h16x2<Y16>(o.z, o.w));
                     else
                         y4[c4] = o;
                 }
@@ -109,14 +109,14 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
             const float rstd = 1.f / sqrtf(warp_sum(q) * inv_n + p.eps);
             for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) {
                 const float o = (x[c] - mean) * rstd * p.weight[c] + p.bias[c];
-                if (Y16) y16[c] = mvrt_f32_to_bf16_bits(o);
+                if constexpr (Y16 != 0) y16[c] = mvrt_f32_to_h16<Y16>(o);
                 else y[c] = o;
             }
         }
     }
 }
 
-template <bool Y16>
+template <int Y16>
 static inline void launch_layernorm_nv(const mvrt_layernorm_params_t &p, int nv, unsigned blocks, int threads,
                                        mvrt_gpu_stream_t s)
 {
@@ -144,14 +144,15 @@ static inline mvrt_gpu_error_t launch_layernorm(const mvrt_layernorm_params_t &p
     auto a16 = [](const void *q) { return ((uintptr_t)q & 15u) == 0; };
     auto a8 = [](const void *q) { return ((uintptr_t)q & 7u) == 0; };
     const bool vec = p.cols % 4 == 0 && p.x_ld % 4 == 0 && p.y_ld % 4 == 0 && a16(p.x) &&
-                     (p.y_bf16 ? a8(p.y) : a16(p.y)) && a16(p.weight) && a16(p.bias);
+                     (p.y16 ? a8(p.y) : a16(p.y)) && a16(p.weight) && a16(p.bias);
     const int64_t per_lane = (p.cols / 4 + warp_size - 1) / warp_size;
     /* float4 per lane: exact up to 6 (MambaVision's 320 / 640 / 1024
      * channels: 3 / 5 / 8), so that no registers hold unused slots (640
      * channels on 8 slots: 119 registers, 22 % occupancy, H200 ncu) */
     const int nv = !vec ? 0 : per_lane <= 6 ? (int)per_lane : per_lane <= 8 ? 8 : per_lane <= 16 ? 16 : 0;
-    if (p.y_bf16) launch_layernorm_nv<true>(p, nv, blocks, threads, s);
-    else launch_layernorm_nv<false>(p, nv, blocks, threads, s);
+    if (p.y16 == MVRT_STORAGE16_F16) launch_layernorm_nv<MVRT_STORAGE16_F16>(p, nv, blocks, threads, s);
+    else if (p.y16) launch_layernorm_nv<MVRT_STORAGE16_BF16>(p, nv, blocks, threads, s);
+    else launch_layernorm_nv<0>(p, nv, blocks, threads, s);
     return mvrt_gpu_get_last_error();
 }
 

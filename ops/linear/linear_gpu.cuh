@@ -42,7 +42,8 @@ struct gemm_args {
     int ta, tb;                       /* op(A) = A^T, op(B) = B^T */
     int act;
     float beta;                       /* 0 or 1 */
-    int y16 = 0;                      /* epilogues: Y holds bf16 bits (beta 0, no R); not sgemm_kernel */
+    int y16 = 0;                      /* epilogues: Y holds 16-bit bits of this type (MVRT_STORAGE16_*;
+                                         beta 0, no R); not sgemm_kernel */
     /* the cluster GEMM only (linear_gpu_cluster.cuh): a LayerNorm of A's
      * rows folded in, as mvrt_linear_params_t's ln_weight / ln_colsum /
      * ln_eps (NULL: none) */
@@ -170,6 +171,7 @@ __global__ void __launch_bounds__(MVRT_GEMM_THREADS) sgemm_kernel(gemm_args g)
 /* Y holds the product (the cuBLAS path, which also applied beta): add the
  * bias, the activation and the residual. Block (64, 4): x over columns,
  * y over rows of the flattened (batch * M) rows; grid-stride over rows. */
+template <int T16>
 __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
 {
     const int64_t rows = g.batch * g.M;
@@ -178,13 +180,15 @@ __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
         float *y = g.Y + b * g.sy + m * g.ldy; /* not dereferenced when y16 */
         const float *res = g.R ? g.R + b * g.sr + m * g.ldr : nullptr;
         const float brow = (g.bias && g.bias_per_row) ? g.bias[m] : 0.f;
-        uint16_t *y16 = g.y16 ? reinterpret_cast<uint16_t *>(g.Y) + b * g.sy + m * g.ldy : nullptr;
+        uint16_t *y16 = T16 ? reinterpret_cast<uint16_t *>(g.Y) + b * g.sy + m * g.ldy : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < g.N; n += (int64_t)gridDim.x * blockDim.x) {
-            float v = y16 ? mvrt_bf16_bits_to_f32(y16[n]) : y[n];
+            float v;
+            if constexpr (T16 != 0) v = mvrt_h16_to_f32<T16>(y16[n]);
+            else v = y[n];
             if (g.bias) v += g.bias_per_row ? brow : g.bias[n];
             v = act_apply(g.act, v);
             if (res) v += res[n];
-            if (y16) y16[n] = mvrt_f32_to_bf16_bits(v);
+            if constexpr (T16 != 0) y16[n] = mvrt_f32_to_h16<T16>(v);
             else y[n] = v;
         }
     }
@@ -229,16 +233,20 @@ __global__ void __launch_bounds__(256) epilogue_vec4_kernel(gemm_args g)
     }
 }
 
-/* Four bf16 (two 32-bit words, lower element first) as floats: exact. */
-static __device__ __forceinline__ float4 bf16x4_to_float4(unsigned lo, unsigned hi)
+/* Four 16-bit values (two 32-bit words, lower element first) as floats: exact. */
+template <int T16> static __device__ __forceinline__ float4 h16x4_to_float4(unsigned lo, unsigned hi)
 {
-    return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u), __uint_as_float(hi << 16),
-                       __uint_as_float(hi & 0xffff0000u));
+    if constexpr (T16 == 3) /* bf16: a shift */
+        return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u), __uint_as_float(hi << 16),
+                           __uint_as_float(hi & 0xffff0000u));
+    return make_float4(mvrt_h16_to_f32<T16>((unsigned short)lo), mvrt_h16_to_f32<T16>((unsigned short)(lo >> 16)),
+                       mvrt_h16_to_f32<T16>((unsigned short)hi), mvrt_h16_to_f32<T16>((unsigned short)(hi >> 16)));
 }
 
-/* epilogue_vec4_kernel over a bf16 Y (the bf16 GEMM wrote bf16): 8-byte
- * loads and stores of 4 bf16; bias and activation in fp32, rounded once. */
-__global__ void __launch_bounds__(256) epilogue_bf16_vec4_kernel(gemm_args g)
+/* epilogue_vec4_kernel over a 16-bit Y (the 16-bit GEMM wrote it): 8-byte
+ * loads and stores of 4 values; bias and activation in fp32, rounded once. */
+template <int T16>
+__global__ void __launch_bounds__(256) epilogue16_vec4_kernel(gemm_args g)
 {
     const int64_t rows = g.batch * g.M, n4 = g.N / 4;
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
@@ -248,19 +256,19 @@ __global__ void __launch_bounds__(256) epilogue_bf16_vec4_kernel(gemm_args g)
         const float4 *bcol = (g.bias && !g.bias_per_row) ? (const float4 *)g.bias : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < n4; n += (int64_t)gridDim.x * blockDim.x) {
             const uint2 h = y[n];
-            const float4 v = bias_act4(bf16x4_to_float4(h.x, h.y), bcol, brow, n, g.act);
-            y[n] = make_uint2(mvrt_bf16x2_bits(v.x, v.y),
-                              mvrt_bf16x2_bits(v.z, v.w));
+            const float4 v = bias_act4(h16x4_to_float4<T16>(h.x, h.y), bcol, brow, n, g.act);
+            y[n] = make_uint2(mvrt_h16x2<T16>(v.x, v.y), mvrt_h16x2<T16>(v.z, v.w));
         }
     }
 }
 
-/* The bf16-Y epilogue of a batch-1 GEMM (the graph's MLP hidden) eight
+/* The 16-bit-Y epilogue of a batch-1 GEMM (the graph's MLP hidden) eight
  * columns at a time (16-byte loads and stores). Block (32, 8). The
- * four-column form below took 0.22 ms for fc1's 50176 x 1280 bias + GELU
+ * four-column form above took 0.22 ms for fc1's 50176 x 1280 bias + GELU
  * on an H200 (ncu, 2026-11-27), 1.2 TB/s for 256 MB moved; this one made
  * MambaVision-T at batch 256 in bf16 17.86 -> 17.37 ms (same run). */
-__global__ void __launch_bounds__(256) epilogue_bf16_vec8_kernel(gemm_args g)
+template <int T16>
+__global__ void __launch_bounds__(256) epilogue16_vec8_kernel(gemm_args g)
 {
     const int64_t rows = g.M, n8 = g.N / 8;
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
@@ -270,10 +278,10 @@ __global__ void __launch_bounds__(256) epilogue_bf16_vec8_kernel(gemm_args g)
         const float4 *bcol = (g.bias && !g.bias_per_row) ? (const float4 *)g.bias : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < n8; n += (int64_t)gridDim.x * blockDim.x) {
             const uint4 h = y[n];
-            const float4 lo = bias_act4(bf16x4_to_float4(h.x, h.y), bcol, brow, 2 * n, g.act);
-            const float4 hi = bias_act4(bf16x4_to_float4(h.z, h.w), bcol, brow, 2 * n + 1, g.act);
-            y[n] = make_uint4(mvrt_bf16x2_bits(lo.x, lo.y), mvrt_bf16x2_bits(lo.z, lo.w), mvrt_bf16x2_bits(hi.x, hi.y),
-                              mvrt_bf16x2_bits(hi.z, hi.w));
+            const float4 lo = bias_act4(h16x4_to_float4<T16>(h.x, h.y), bcol, brow, 2 * n, g.act);
+            const float4 hi = bias_act4(h16x4_to_float4<T16>(h.z, h.w), bcol, brow, 2 * n + 1, g.act);
+            y[n] = make_uint4(mvrt_h16x2<T16>(lo.x, lo.y), mvrt_h16x2<T16>(lo.z, lo.w), mvrt_h16x2<T16>(hi.x, hi.y),
+                              mvrt_h16x2<T16>(hi.z, hi.w));
         }
     }
 }
@@ -309,15 +317,21 @@ static inline unsigned mvrt_min_u64(uint64_t a, uint64_t b) { return (unsigned)(
 
 static inline bool mvrt_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-/* One element between fp32 and bf16 bits (uint16_t). */
-static __device__ __forceinline__ uint16_t convert_value(float v, uint16_t *) { return mvrt_f32_to_bf16_bits(v); }
-static __device__ __forceinline__ float convert_value(uint16_t v, float *) { return mvrt_bf16_bits_to_f32(v); }
+/* One element between fp32 and 16-bit bits (uint16_t) of type T16. */
+template <int T16> static __device__ __forceinline__ uint16_t convert_value(float v, uint16_t *)
+{
+    return mvrt_f32_to_h16<T16>(v);
+}
+template <int T16> static __device__ __forceinline__ float convert_value(uint16_t v, float *)
+{
+    return mvrt_h16_to_f32<T16>(v);
+}
 
 /* dst[b * dstride + r * dld + c] = src[b * sstride + r * sld + c] converted
- * between fp32 and bf16 bits, for (batch, rows, cols); x over c, y over r,
- * z over b; grid-stride. The operand copies of the bf16 math mode, and the
- * bf16-storage operands of a linear computed in fp32. */
-template <typename S, typename D>
+ * between fp32 and 16-bit bits of type T16, for (batch, rows, cols); x over
+ * c, y over r, z over b; grid-stride. The operand copies of the 16-bit
+ * math modes, and the 16-bit storage operands of a linear computed in fp32. */
+template <int T16, typename S, typename D>
 __global__ void __launch_bounds__(256) convert_kernel(const S *src, int64_t sld, int64_t sstride, D *dst, int64_t dld,
                                                       int64_t dstride, int64_t rows, int64_t cols, int64_t batch)
 {
@@ -326,14 +340,15 @@ __global__ void __launch_bounds__(256) convert_kernel(const S *src, int64_t sld,
             const S *q = src + b * sstride + r * sld;
             D *d = dst + b * dstride + r * dld;
             for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
-                d[c] = convert_value(q[c], d);
+                d[c] = convert_value<T16>(q[c], d);
         }
 }
 
-/* fp32 -> bf16, four columns at a time (16-byte loads, 8-byte stores) into
- * a dense dst; cols, ld and sstride multiples of 4, src 16-byte and dst
- * 8-byte aligned: the hot case of the operand copies. */
-__global__ void __launch_bounds__(256) to_bf16_vec4_kernel(const float *src, int64_t rows, int64_t cols, int64_t ld,
+/* fp32 -> 16-bit, four columns at a time (16-byte loads, 8-byte stores)
+ * into a dense dst; cols, ld and sstride multiples of 4, src 16-byte and
+ * dst 8-byte aligned: the hot case of the operand copies. */
+template <int T16>
+__global__ void __launch_bounds__(256) to16_vec4_kernel(const float *src, int64_t rows, int64_t cols, int64_t ld,
                                                            int64_t sstride, int64_t batch, uint16_t *dst)
 {
     const int64_t c4 = cols / 4;
@@ -343,45 +358,56 @@ __global__ void __launch_bounds__(256) to_bf16_vec4_kernel(const float *src, int
             uint2 *d = (uint2 *)(dst + (b * rows + r) * cols);
             for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < c4; c += (int64_t)gridDim.x * blockDim.x) {
                 const float4 v = s[c];
-                d[c] = make_uint2(mvrt_bf16x2_bits(v.x, v.y), mvrt_bf16x2_bits(v.z, v.w));
+                d[c] = make_uint2(mvrt_h16x2<T16>(v.x, v.y), mvrt_h16x2<T16>(v.z, v.w));
             }
         }
 }
 
-/* Queues convert_kernel (nothing for an empty shape). */
+/* Queues convert_kernel (nothing for an empty shape); t16: the 16-bit
+ * side's type (MVRT_STORAGE16_BF16 or _F16). */
 template <typename S, typename D>
-static inline mvrt_gpu_error_t launch_convert(const S *src, int64_t sld, int64_t sstride, D *dst, int64_t dld,
+static inline mvrt_gpu_error_t launch_convert(int t16, const S *src, int64_t sld, int64_t sstride, D *dst, int64_t dld,
                                               int64_t dstride, int64_t rows, int64_t cols, int64_t batch,
                                               mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
     dim3 grid(mvrt_min_u64(((uint64_t)cols + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
               mvrt_min_u64((uint64_t)batch, 65535));
-    convert_kernel<S, D><<<grid, dim3(64, 4), 0, s>>>(src, sld, sstride, dst, dld, dstride, rows, cols, batch);
+    if (t16 == MVRT_STORAGE16_F16)
+        convert_kernel<MVRT_STORAGE16_F16, S, D><<<grid, dim3(64, 4), 0, s>>>(src, sld, sstride, dst, dld, dstride, rows,
+                                                                               cols, batch);
+    else
+        convert_kernel<MVRT_STORAGE16_BF16, S, D><<<grid, dim3(64, 4), 0, s>>>(src, sld, sstride, dst, dld, dstride,
+                                                                                rows, cols, batch);
     return mvrt_gpu_get_last_error();
 }
 
-/* dst[b][r][c] (dense) = bf16(src[b * sstride + r * ld + c]). */
-static inline mvrt_gpu_error_t launch_to_bf16(const float *src, int64_t rows, int64_t cols, int64_t ld,
+/* dst[b][r][c] (dense) = t16(src[b * sstride + r * ld + c]), t16 the
+ * 16-bit type (MVRT_STORAGE16_BF16 or _F16). */
+static inline mvrt_gpu_error_t launch_to16(int t16, const float *src, int64_t rows, int64_t cols, int64_t ld,
                                               int64_t sstride, int64_t batch, uint16_t *dst, mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
     if (cols % 4 == 0 && ld % 4 == 0 && sstride % 4 == 0 && ((uintptr_t)src & 15u) == 0 && ((uintptr_t)dst & 7u) == 0) {
         dim3 grid(mvrt_min_u64(((uint64_t)cols / 4 + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
                   mvrt_min_u64((uint64_t)batch, 65535));
-        to_bf16_vec4_kernel<<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+        if (t16 == MVRT_STORAGE16_F16)
+            to16_vec4_kernel<MVRT_STORAGE16_F16><<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+        else
+            to16_vec4_kernel<MVRT_STORAGE16_BF16><<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
         return mvrt_gpu_get_last_error();
     }
-    return launch_convert(src, ld, sstride, dst, cols, rows * cols, rows, cols, batch, s);
+    return launch_convert(t16, src, ld, sstride, dst, cols, rows * cols, rows, cols, batch, s);
 }
 
 /* Per matrix b of `batch`: src_b (rows, cols) floats at row stride ld,
- * matrices sstride apart -> dst (batch * cols, rows) bf16 bits, dense and
+ * matrices sstride apart -> dst (batch * cols, rows) 16-bit bits, dense and
  * transposed: dst[(b * cols + c) * rows + r] = src_b[r, c], rounded to
  * nearest even. 32 x 32 tiles through shared memory (coalesced on both
  * sides). Grid: x over column tiles, y over row tiles, z over matrices
  * (y and z grid-stride). */
-__global__ void __launch_bounds__(256) to_bf16_transposed_kernel(const float *__restrict__ src, int64_t rows,
+template <int T16>
+__global__ void __launch_bounds__(256) to16_transposed_kernel(const float *__restrict__ src, int64_t rows,
                                                                  int64_t cols, int64_t ld, int64_t sstride,
                                                                  int64_t batch, uint16_t *__restrict__ dst)
 {
@@ -397,20 +423,24 @@ __global__ void __launch_bounds__(256) to_bf16_transposed_kernel(const float *__
             __syncthreads();
             for (int i = ty; i < 32; i += 8) {
                 const int64_t c = c0 + i, r = r0 + tx;
-                if (c < cols && r < rows) dst[(b * cols + c) * rows + r] = mvrt_f32_to_bf16_bits(tile[tx][i]);
+                if (c < cols && r < rows) dst[(b * cols + c) * rows + r] = mvrt_f32_to_h16<T16>(tile[tx][i]);
             }
             __syncthreads();
         }
 }
 
-static inline mvrt_gpu_error_t launch_to_bf16_transposed(const float *src, int64_t rows, int64_t cols, int64_t ld,
+static inline mvrt_gpu_error_t launch_to16_transposed(int t16, const float *src, int64_t rows, int64_t cols, int64_t ld,
                                                          int64_t sstride, int64_t batch, uint16_t *dst,
                                                          mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
     dim3 grid(mvrt_min_u64(((uint64_t)cols + 31) / 32, 0x7fffffffu), mvrt_min_u64(((uint64_t)rows + 31) / 32, 65535),
               mvrt_min_u64((uint64_t)batch, 65535));
-    to_bf16_transposed_kernel<<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+    if (t16 == MVRT_STORAGE16_F16)
+        to16_transposed_kernel<MVRT_STORAGE16_F16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+    else
+        to16_transposed_kernel<MVRT_STORAGE16_BF16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride, batch,
+                                                                                  dst);
     return mvrt_gpu_get_last_error();
 }
 
@@ -537,25 +567,30 @@ static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stre
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
     if (!g.bias && g.act == MVRT_ACT_NONE && !g.R) return MVRT_GPU_SUCCESS;
     const uint64_t rows = (uint64_t)g.batch * (uint64_t)g.M;
-    /* four columns at a time: 16-byte rows of an fp32 Y, 8-byte of a bf16 Y */
+    /* four columns at a time: 16-byte rows of an fp32 Y, 8-byte of a 16-bit Y */
     const bool y_aligned = g.y16 ? ((uintptr_t)g.Y & 7u) == 0 : mvrt_aligned16(g.Y);
     const bool vec4 = g.N % 4 == 0 && g.ldy % 4 == 0 && (g.batch == 1 || g.sy % 4 == 0) && y_aligned &&
                       (!g.R || (g.ldr % 4 == 0 && (g.batch == 1 || g.sr % 4 == 0) && mvrt_aligned16(g.R))) &&
                       (!g.bias || g.bias_per_row || mvrt_aligned16(g.bias));
-    /* eight bf16 columns at a time: 16-byte rows (bias per column read as
+    /* eight 16-bit columns at a time: 16-byte rows (bias per column read as
      * two float4) */
     const bool vec8 = g.y16 && g.batch == 1 && g.N % 8 == 0 && g.ldy % 8 == 0 &&
                       mvrt_aligned16(g.Y) && !g.R && (!g.bias || g.bias_per_row || mvrt_aligned16(g.bias));
     if (vec8) {
         const dim3 b8(32, 8);
         const dim3 g8(mvrt_min_u64(((uint64_t)g.N / 8 + 31) / 32, 16), mvrt_min_u64((rows + 7) / 8, 65535));
-        epilogue_bf16_vec8_kernel<<<g8, b8, 0, s>>>(g);
+        if (g.y16 == MVRT_STORAGE16_F16) epilogue16_vec8_kernel<MVRT_STORAGE16_F16><<<g8, b8, 0, s>>>(g);
+        else epilogue16_vec8_kernel<MVRT_STORAGE16_BF16><<<g8, b8, 0, s>>>(g);
         return mvrt_gpu_get_last_error();
     }
     dim3 block(64, 4);
     dim3 grid(mvrt_min_u64(((uint64_t)(vec4 ? g.N / 4 : g.N) + 63) / 64, 8), mvrt_min_u64((rows + 3) / 4, 65535));
-    if (!vec4) epilogue_kernel<<<grid, block, 0, s>>>(g);
-    else if (g.y16) epilogue_bf16_vec4_kernel<<<grid, block, 0, s>>>(g);
+    const bool f16 = g.y16 == MVRT_STORAGE16_F16;
+    if (!vec4 && !g.y16) epilogue_kernel<0><<<grid, block, 0, s>>>(g);
+    else if (!vec4) f16 ? epilogue_kernel<MVRT_STORAGE16_F16><<<grid, block, 0, s>>>(g)
+                        : epilogue_kernel<MVRT_STORAGE16_BF16><<<grid, block, 0, s>>>(g);
+    else if (g.y16) f16 ? epilogue16_vec4_kernel<MVRT_STORAGE16_F16><<<grid, block, 0, s>>>(g)
+                        : epilogue16_vec4_kernel<MVRT_STORAGE16_BF16><<<grid, block, 0, s>>>(g);
     else epilogue_vec4_kernel<<<grid, block, 0, s>>>(g);
     return mvrt_gpu_get_last_error();
 }

@@ -41,9 +41,10 @@ __global__ void __launch_bounds__(256) affine_avgpool_kernel(mvrt_affine_avgpool
     }
 }
 
-/* The 16-bit NHWC form (p.x_nhwc16): one thread per (image, channel),
+/* The 16-bit NHWC form (p.x_nhwc16, of type T16): one thread per (image, channel),
  * walking the positions; neighbouring threads read neighbouring channels
  * (coalesced). */
+template <int T16>
 __global__ void __launch_bounds__(256) affine_avgpool_nhwc16_kernel(mvrt_affine_avgpool_params_t p)
 {
     const unsigned short *x = (const unsigned short *)(const void *)p.x;
@@ -56,10 +57,10 @@ __global__ void __launch_bounds__(256) affine_avgpool_nhwc16_kernel(mvrt_affine_
         float s0 = 0.f, s1 = 0.f;
         int64_t i = 0;
         for (; i + 1 < p.spatial; i += 2) {
-            s0 += mvrt_bf16_bits_to_f32(xb[i * p.channels]);
-            s1 += mvrt_bf16_bits_to_f32(xb[(i + 1) * p.channels]);
+            s0 += mvrt_h16_to_f32<T16>(xb[i * p.channels]);
+            s1 += mvrt_h16_to_f32<T16>(xb[(i + 1) * p.channels]);
         }
-        if (i < p.spatial) s0 += mvrt_bf16_bits_to_f32(xb[i * p.channels]);
+        if (i < p.spatial) s0 += mvrt_h16_to_f32<T16>(xb[i * p.channels]);
         p.y[row] = p.scale[c] * ((s0 + s1) * inv) + p.shift[c];
     }
 }
@@ -70,7 +71,9 @@ static inline mvrt_gpu_error_t launch_affine_avgpool(const mvrt_affine_avgpool_p
     if (p.batch <= 0 || p.channels <= 0) return MVRT_GPU_SUCCESS;
     if (p.x_nhwc16) {
         const int64_t blocks = (p.batch * p.channels + 255) / 256;
-        affine_avgpool_nhwc16_kernel<<<(unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16), 256, 0, s>>>(p);
+        const unsigned grid = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
+        if (p.x_nhwc16 == MVRT_STORAGE16_F16) affine_avgpool_nhwc16_kernel<MVRT_STORAGE16_F16><<<grid, 256, 0, s>>>(p);
+        else affine_avgpool_nhwc16_kernel<MVRT_STORAGE16_BF16><<<grid, 256, 0, s>>>(p);
         return mvrt_gpu_get_last_error();
     }
     const int64_t wpb = 256 / warp_size;

@@ -93,12 +93,12 @@ __global__ void __launch_bounds__(256) window_kernel(mvrt_window_params_t p)
     }
 }
 
-/* The 16-bit NHWC map form (p.map_nhwc16): map rows of C bf16 channels
+/* The 16-bit NHWC map form (p.map_nhwc16, of type T16): map rows of C 16-bit channels
  * <-> token rows of C floats, one thread per (position, channel) of the
  * walked grid (the padded grid for the partition, the image for the
  * reverse), channels fastest: both sides are contiguous along C, so loads
  * and stores coalesce without a shared-memory transpose. */
-template <bool REVERSE>
+template <bool REVERSE, int T16>
 __global__ void __launch_bounds__(256) window_nhwc16_kernel(mvrt_window_params_t p)
 {
     const int ws = p.window;
@@ -117,21 +117,21 @@ __global__ void __launch_bounds__(256) window_nhwc16_kernel(mvrt_window_params_t
         const int64_t tok = window_token(b * (int64_t)nh * nw * ws * ws, y, x, ws, nw);
         const int64_t m = ((b * H + y) * W + x) * C + c;
         if (REVERSE) {
-            map16[m] = mvrt_f32_to_bf16_bits(p.src[tok * C + c]);
+            map16[m] = mvrt_f32_to_h16<T16>(p.src[tok * C + c]);
         } else {
-            p.dst[tok * C + c] = y < H && x < W ? mvrt_bf16_bits_to_f32(map16[m]) : 0.f;
+            p.dst[tok * C + c] = y < H && x < W ? mvrt_h16_to_f32<T16>(map16[m]) : 0.f;
         }
     }
 }
 
 /* The same with 8 channels per thread (C % 8 == 0, 16-byte aligned
- * pointers): one 16-byte load or store of bf16 and two of floats, and the
+ * pointers): one 16-byte load or store of 16-bit values and two of floats, and the
  * token of a (row, chunk) found with 32-bit arithmetic (the launcher
  * checks that batch * positions * C / 8 fits). The one-channel kernel
  * above spent its time in 64-bit divisions, 3 per element: MambaVision-T
  * at batch 256 moved its stage-3 maps (32 MB bf16 <-> 64 MB fp32) at
  * 0.15 ms per call on an H200, about 0.6 TB/s. */
-template <bool REVERSE>
+template <bool REVERSE, int T16>
 __global__ void __launch_bounds__(256) window_nhwc16_vec8_kernel(mvrt_window_params_t p)
 {
     const int ws = p.window;
@@ -153,15 +153,15 @@ __global__ void __launch_bounds__(256) window_nhwc16_vec8_kernel(mvrt_window_par
         if (REVERSE) {
             const float4 lo = tok[tq], hi = tok[tq + 1];
             map16[((size_t)(b * (unsigned)H + (unsigned)y) * (unsigned)W + (unsigned)x) * C8 + c8] =
-                make_uint4(mvrt_bf16x2_bits(lo.x, lo.y), mvrt_bf16x2_bits(lo.z, lo.w), mvrt_bf16x2_bits(hi.x, hi.y),
-                           mvrt_bf16x2_bits(hi.z, hi.w));
+                make_uint4(mvrt_h16x2<T16>(lo.x, lo.y), mvrt_h16x2<T16>(lo.z, lo.w), mvrt_h16x2<T16>(hi.x, hi.y),
+                           mvrt_h16x2<T16>(hi.z, hi.w));
         } else {
             uint4 v = make_uint4(0u, 0u, 0u, 0u); /* padding positions: zeros */
             if (y < H && x < W) v = map16[((size_t)(b * (unsigned)H + (unsigned)y) * (unsigned)W + (unsigned)x) * C8 + c8];
-            tok[tq] = make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
-                                  __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
-            tok[tq + 1] = make_float4(__uint_as_float(v.z << 16), __uint_as_float(v.z & 0xffff0000u),
-                                      __uint_as_float(v.w << 16), __uint_as_float(v.w & 0xffff0000u));
+            tok[tq] = make_float4(mvrt_h16_to_f32<T16>((unsigned short)v.x), mvrt_h16_to_f32<T16>((unsigned short)(v.x >> 16)),
+                                  mvrt_h16_to_f32<T16>((unsigned short)v.y), mvrt_h16_to_f32<T16>((unsigned short)(v.y >> 16)));
+            tok[tq + 1] = make_float4(mvrt_h16_to_f32<T16>((unsigned short)v.z), mvrt_h16_to_f32<T16>((unsigned short)(v.z >> 16)),
+                                      mvrt_h16_to_f32<T16>((unsigned short)v.w), mvrt_h16_to_f32<T16>((unsigned short)(v.w >> 16)));
         }
     }
 }
@@ -192,15 +192,25 @@ static inline mvrt_gpu_error_t launch_window(const mvrt_window_params_t &p, bool
     if (p.map_nhwc16 && window_vec8(p, npos)) {
         const int64_t blocks = (p.batch * npos * (p.channels / 8) + 255) / 256;
         const unsigned g8 = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
-        if (reverse) window_nhwc16_vec8_kernel<true><<<g8, 256, 0, s>>>(p);
-        else window_nhwc16_vec8_kernel<false><<<g8, 256, 0, s>>>(p);
+        if (p.map_nhwc16 == MVRT_STORAGE16_F16) {
+            if (reverse) window_nhwc16_vec8_kernel<true, MVRT_STORAGE16_F16><<<g8, 256, 0, s>>>(p);
+            else window_nhwc16_vec8_kernel<false, MVRT_STORAGE16_F16><<<g8, 256, 0, s>>>(p);
+        } else {
+            if (reverse) window_nhwc16_vec8_kernel<true, MVRT_STORAGE16_BF16><<<g8, 256, 0, s>>>(p);
+            else window_nhwc16_vec8_kernel<false, MVRT_STORAGE16_BF16><<<g8, 256, 0, s>>>(p);
+        }
         return mvrt_gpu_get_last_error();
     }
     if (p.map_nhwc16) {
         const int64_t total = p.batch * npos * p.channels, blocks = (total + 255) / 256;
         const unsigned grid16 = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
-        if (reverse) window_nhwc16_kernel<true><<<grid16, 256, 0, s>>>(p);
-        else window_nhwc16_kernel<false><<<grid16, 256, 0, s>>>(p);
+        if (p.map_nhwc16 == MVRT_STORAGE16_F16) {
+            if (reverse) window_nhwc16_kernel<true, MVRT_STORAGE16_F16><<<grid16, 256, 0, s>>>(p);
+            else window_nhwc16_kernel<false, MVRT_STORAGE16_F16><<<grid16, 256, 0, s>>>(p);
+        } else {
+            if (reverse) window_nhwc16_kernel<true, MVRT_STORAGE16_BF16><<<grid16, 256, 0, s>>>(p);
+            else window_nhwc16_kernel<false, MVRT_STORAGE16_BF16><<<grid16, 256, 0, s>>>(p);
+        }
         return mvrt_gpu_get_last_error();
     }
     dim3 block(32, 8);

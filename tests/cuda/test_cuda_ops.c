@@ -163,21 +163,39 @@ static int check(const char *name, const buf_t *out, const double *ref, int samp
 
 static int selected(const char *name) { return !filter || strstr(name, filter) != NULL; }
 
-/* ---- bf16 storage (GPU-only op forms): uint16 buffers ---- */
+/* ---- 16-bit storage (the graph's bf16 / fp16 modes): uint16 buffers ----
+ * g_t16: the 16-bit type of the pass (MVRT_STORAGE16_BF16, or _F16 in the
+ * fp16 pass of main): every 16-bit case stores, rounds and multiplies in
+ * it; a case written with math BF16 runs with that type's math (m16). */
+static int g_t16 = MVRT_STORAGE16_BF16;
+static uint16_t to16(float f) { return g_t16 == MVRT_STORAGE16_F16 ? tu_f32_to_f16(f) : tu_f32_to_bf16(f); }
+static float from16(uint16_t h) { return g_t16 == MVRT_STORAGE16_F16 ? tu_f16_to_f32(h) : tu_bf16_to_f32(h); }
+static int m16(int math) { return math == MVRT_MATH_BF16 && g_t16 == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : math; }
+/* one rounding to 16 bits: half an ulp, 2^-8 (bf16) or 2^-11 (fp16)
+ * relative just above a power of two, with 1/8 to spare */
+static double round16_rtol(void) { return g_t16 == MVRT_STORAGE16_F16 ? 0x1.2p-11 : 0x1.2p-8; }
+/* ... and absolutely: fp16's subnormals (below 2^-14) are 2^-24 apart, so
+ * a value there rounds by up to 2^-25 whatever its size (bf16 has fp32's
+ * exponent range: no such floor at these magnitudes) */
+static double round16_atol(void) { return g_t16 == MVRT_STORAGE16_F16 ? 0x1p-25 : 0.0; }
+/* GEMM tolerances of 16-bit operands scale with their rounding: fp16's
+ * (2^-12) is 8x finer than bf16's (2^-9); 4x tighter keeps a margin */
+static double gemm16_scale(void) { return g_t16 == MVRT_STORAGE16_F16 ? 0.25 : 1.0; }
+
 typedef struct buf16 {
     uint16_t *h;
     void *d;
     int64_t n;
 } buf16_t;
 
-/* device buffer of n bf16 values: the bits of `init` (or NaN poison) */
+/* device buffer of n 16-bit values: the bits of `init` (or NaN poison) */
 static buf16_t buf16_new(int64_t n, const float *init)
 {
     buf16_t b;
     b.n = n > 0 ? n : 1;
     b.h = malloc(sizeof(uint16_t) * (size_t)b.n);
     if (!b.h) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
-    for (int64_t i = 0; i < b.n; i++) b.h[i] = init ? tu_f32_to_bf16(init[i]) : 0x7fc0u;
+    for (int64_t i = 0; i < b.n; i++) b.h[i] = init ? to16(init[i]) : g_t16 == MVRT_STORAGE16_F16 ? 0x7e00u : 0x7fc0u;
     TU_CHECK(vt->mem_alloc(dev, sizeof(uint16_t) * (size_t)b.n, &b.d));
     TU_CHECK(vt->copy_h2d(dev, stream, b.d, b.h, sizeof(uint16_t) * (size_t)b.n));
     TU_CHECK(vt->stream_synchronize(dev, stream));
@@ -189,7 +207,7 @@ static void buf16_free(buf16_t *b)
     free(b->h);
     memset(b, 0, sizeof *b);
 }
-/* check() for a bf16 output: the device bits and the initial bits decoded
+/* check() for a 16-bit output: the device bits and the initial bits decoded
  * to floats (exactly, so equal bits stay equal), then compared alike. */
 static int check16(const char *name, const buf16_t *out, const double *ref, int sampled, double atol, double rtol)
 {
@@ -199,17 +217,17 @@ static int check16(const char *name, const buf16_t *out, const double *ref, int 
     TU_CHECK(vt->copy_d2h(dev, stream, bits, out->d, sizeof(uint16_t) * (size_t)out->n));
     TU_CHECK(vt->stream_synchronize(dev, stream));
     for (int64_t i = 0; i < out->n; i++) {
-        got[i] = tu_bf16_to_f32(bits[i]);
-        init[i] = tu_bf16_to_f32(out->h[i]);
+        got[i] = from16(bits[i]);
+        init[i] = from16(out->h[i]);
     }
     const int ok = compare_values(name, got, init, out->n, ref, sampled, atol, rtol);
     free(bits); free(got); free(init);
     return ok;
 }
 
-/* LayerNorm with a bf16 output (y_bf16): the reference in double, then one
- * rounding to bf16 (half an ulp: up to 2^-8 relative, just above a power
- * of two) on top of the fp32 error: atol 2e-5, rtol 1.125 * 2^-8. */
+/* LayerNorm with a 16-bit output (y16): the reference in double, then one
+ * rounding to 16 bits on top of the fp32 error: atol 2e-5, rtol
+ * round16_rtol(). */
 static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad)
 {
     if (!selected(name)) return;
@@ -224,7 +242,7 @@ static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, in
     l->weight = w.h; l->bias = bb.h; l->eps = 1e-5f;
     pd = ph;
     pd.u.layernorm.x = x.d; pd.u.layernorm.y = y.d; pd.u.layernorm.weight = w.d; pd.u.layernorm.bias = bb.d;
-    pd.u.layernorm.y_bf16 = 1;
+    pd.u.layernorm.y16 = g_t16;
     /* the reference writes floats: run it into a float image of y */
     float *yh = malloc(sizeof(float) * (size_t)y.n);
     if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
@@ -232,35 +250,37 @@ static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, in
     double *ref = ref_new(y.n);
     mvrt_ref_op_run(&ph, ref);
     run_dev(&pd);
-    check16(name, &y, ref, 0, 2e-5, 0x1.2p-8);
+    check16(name, &y, ref, 0, 2e-5, round16_rtol());
     free(ref); free(yh);
     buf_free(&x); buf_free(&w); buf_free(&bb); buf16_free(&y);
 }
 
-/* Linear with bf16 storage of A (a16) and/or Y (y16), in bf16 math (the
- * vendor bf16 GEMM reads / writes them directly) or fp32 math (converted
- * through fp32 scratch; also every case of the builtin-GEMM pass). A's
- * values are bf16 numbers, so the reference sees what the device sees.
- * Tolerance: bf16 math as the bf16 linear cases (6e-3 sqrt(K), 2e-2);
- * fp32 math 2e-6 sqrt(K) + 1e-6 and rtol 1e-5, or 1.125 * 2^-8 with a
- * bf16 Y (its rounding, as in case_layernorm_bf16). */
+/* Linear with 16-bit storage (g_t16) of A (a16) and/or Y (y16), in the
+ * pass's 16-bit math for math BF16 (the vendor 16-bit GEMM reads / writes
+ * them directly) or fp32 math (converted through fp32 scratch; also every
+ * case of the builtin-GEMM pass). A's values are 16-bit numbers, so the
+ * reference sees what the device sees. Tolerance: 16-bit math as the
+ * 16-bit linear cases ((6e-3 sqrt(K), 2e-2) x gemm16_scale()); fp32 math
+ * 2e-6 sqrt(K) + 1e-6 and rtol 1e-5, or round16_rtol() with a 16-bit Y
+ * (its rounding, as in case_layernorm_bf16). */
 static void case_linear_storage(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16,
                                 int y16, int bias, int act, int math, int64_t pad)
 {
     if (!selected(name)) return;
-    /* a16 bit 1 (B16): B (the weight) stored bf16 as well (b_bf16), taken
-     * only by a bf16 vendor GEMM: op_scratch_size must answer UNSUPPORTED
-     * elsewhere */
+    /* a16 bit 1 (B16): B (the weight) stored 16-bit as well (b16), taken
+     * only by a 16-bit vendor GEMM: op_scratch_size must answer
+     * UNSUPPORTED elsewhere */
     const int b16 = (a16 & 2) != 0;
     a16 &= 1;
+    math = m16(math);
     const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + pad, sa = ra * lda + 2;
     const int64_t ldb = K + pad, sb = 0; /* a shared PyTorch weight (N, K) */
     const int64_t ldy = N + pad, sy = M * ldy + 6;
     buf_t A = buf_rand(batch * sa, -1.0, 1.0), B = buf_rand(N * ldb, -1.0, 1.0);
-    for (int64_t i = 0; i < A.n; i++) A.h[i] = tu_bf16_to_f32(tu_f32_to_bf16(A.h[i]));
+    for (int64_t i = 0; i < A.n; i++) A.h[i] = from16(to16(A.h[i]));
     buf_upload(&A);
     if (b16) { /* the reference multiplies the weight as stored */
-        for (int64_t i = 0; i < B.n; i++) B.h[i] = tu_bf16_to_f32(tu_f32_to_bf16(B.h[i]));
+        for (int64_t i = 0; i < B.n; i++) B.h[i] = from16(to16(B.h[i]));
         buf_upload(&B);
     }
     buf_t bv = {0, 0, 0};
@@ -288,17 +308,17 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     pd.u.linear.B = B.d;
     pd.u.linear.Y = y16 ? (float *)Y16.d : (float *)Y.d;
     pd.u.linear.bias = bias ? bv.d : NULL;
-    pd.u.linear.a_bf16 = a16; pd.u.linear.y_bf16 = y16;
-    const int bf16_gemm = math == MVRT_MATH_BF16 && strcmp(gemm_mode, "builtin") != 0;
+    pd.u.linear.a16 = a16 ? g_t16 : 0; pd.u.linear.y16 = y16 ? g_t16 : 0;
+    const int bf16_gemm = math != MVRT_MATH_FP32 && strcmp(gemm_mode, "builtin") != 0;
     if (b16) {
         pd.u.linear.B = (const float *)B16.d;
-        pd.u.linear.b_bf16 = 1;
+        pd.u.linear.b16 = g_t16;
         size_t bytes = 0;
         const int taken = vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK;
         if (taken != (bf16_gemm && K > 0) || !taken) {
             ran++;
             const int ok = taken == (bf16_gemm && K > 0);
-            printf("  %-40s [%s] b_bf16 %s%s\n", name, gemm_mode, taken ? "taken" : "declined", ok ? "" : ": FAIL");
+            printf("  %-40s [%s] b16 %s%s\n", name, gemm_mode, taken ? "taken" : "declined", ok ? "" : ": FAIL");
             if (!ok) fails++;
             goto done;
         }
@@ -307,8 +327,8 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     mvrt_ref_op_run(&ph, ref);
     run_dev(&pd);
     const double sk = sqrt((double)K);
-    const double atol = bf16_gemm ? 6e-3 * sk : 2e-6 * sk + 1e-6;
-    const double rtol = bf16_gemm ? 2e-2 : y16 ? 0x1.2p-8 : 1e-5;
+    const double atol = bf16_gemm ? 6e-3 * sk * gemm16_scale() : 2e-6 * sk + 1e-6;
+    const double rtol = bf16_gemm ? 2e-2 * gemm16_scale() : y16 ? round16_rtol() : 1e-5;
     if (y16) check16(name, &Y16, ref, 0, atol, rtol);
     else check(name, &Y, ref, 0, atol, rtol);
     free(ref);
@@ -553,6 +573,7 @@ typedef struct lcase {
 
 static void case_linear(const lcase_t *c)
 {
+    if (g_t16 == MVRT_STORAGE16_F16 && c->math != MVRT_MATH_BF16) return; /* the fp16 pass: 16-bit cases only */
     char name[128];
     snprintf(name, sizeof name, "%s", c->name);
     if (!selected(name)) return;
@@ -581,7 +602,7 @@ static void case_linear(const lcase_t *c)
     l->B = B.h; l->ldb = ldb; l->batch_stride_b = sb; l->trans_b = c->tb;
     l->Y = Y.h; l->ldy = ldy; l->batch_stride_y = sy;
     l->bias = c->bias ? bias.h : NULL; l->bias_per_row = c->bias == 2;
-    l->activation = c->act; l->beta = c->beta; l->math = c->math;
+    l->activation = c->act; l->beta = c->beta; l->math = m16(c->math);
     l->residual = c->residual ? R.h : NULL;
     /* B is written before the op and never after: the CUDA backend may
      * copy it before the kernel ahead of the op ends (a channel-major A
@@ -617,9 +638,10 @@ static void case_linear(const lcase_t *c)
      * [-1, 1], |terms| <= 1); TF32 rounds the operands to 10-bit mantissas */
     const double sk = sqrt((double)(c->K > 1 ? c->K : 1));
     if (c->math == MVRT_MATH_FAST) check(name, &Y, ref, c->sample != 0, 1e-3 * sk, 5e-3);
-    /* bf16 operands: relative rounding 2^-9 on each (4x TF32's) */
+    /* bf16 operands: relative rounding 2^-9 on each (4x TF32's); fp16's
+     * 2^-12 (gemm16_scale) */
     else if (c->math == MVRT_MATH_BF16 && strcmp(gemm_mode, "builtin") != 0)
-        check(name, &Y, ref, c->sample != 0, 6e-3 * sk, 2e-2);
+        check(name, &Y, ref, c->sample != 0, 6e-3 * sk * gemm16_scale(), 2e-2 * gemm16_scale());
     else check(name, &Y, ref, c->sample != 0, 2e-6 * sk + 1e-6, 1e-5);
     free(ref);
     buf_free(&A); buf_free(&B); buf_free(&Y);
@@ -699,6 +721,8 @@ static void case_dwconv_split(const char *name, int64_t batch, int64_t C, int64_
 static void case_attention_math(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled, int math)
 {
     if (!selected(name)) return;
+    if (g_t16 == MVRT_STORAGE16_F16 && math != MVRT_MATH_BF16) return; /* the fp16 pass: 16-bit cases only */
+    math = m16(math);
     const int64_t C = (int64_t)heads * hd;
     buf_t qkv = buf_rand(batch * L * 3 * C, -1.5, 1.5), out = buf_out(batch * L * C);
     mvrt_op_params_t ph, pd;
@@ -725,11 +749,14 @@ static void case_attention_math(const char *name, int64_t batch, int64_t L, int 
         }
     }
     run_dev(&pd);
-    if (math == MVRT_MATH_BF16)
+    if (math == MVRT_MATH_BF16 || math == MVRT_MATH_FP16) {
         /* q, k, v and the weights rounded to bf16 (relative 2^-9 each): the
          * scores (|q.k| * scale <= ~18 here) move by ~1e-2 at worst and the
-         * output, a weighted mean of |v| <= 1.5, by about as much */
-        check(name, &out, ref, sampled, 3e-2, 3e-2);
+         * output, a weighted mean of |v| <= 1.5, by about as much; fp16
+         * rounds 8x finer (half the bound kept as margin) */
+        const double t = math == MVRT_MATH_FP16 ? 1.5e-2 : 3e-2;
+        check(name, &out, ref, sampled, t, t);
+    }
     else
         check(name, &out, ref, sampled, 1e-5, 1e-4);
     free(ref);
@@ -753,6 +780,7 @@ typedef struct ccase {
 static void case_conv2d(const ccase_t *c)
 {
     if (!selected(c->name)) return;
+    if (g_t16 == MVRT_STORAGE16_F16 && c->fast != 2) return; /* the fp16 pass: 16-bit cases only */
     const int64_t oh = (c->h + 2 * c->pad - c->k) / c->stride + 1, ow = (c->w + 2 * c->pad - c->k) / c->stride + 1;
     const int64_t in_img = c->cin * c->h * c->w, out_img = c->cout * oh * ow;
     buf_t x = buf_rand(c->batch * in_img, -1.0, 1.0);
@@ -770,7 +798,7 @@ static void case_conv2d(const ccase_t *c)
     v->kernel = c->k; v->stride = c->stride; v->pad = c->pad;
     v->x = x.h; v->weight = w.h; v->bias = c->bias ? bias.h : NULL; v->residual = c->residual ? res.h : NULL;
     v->y = y.h; v->activation = c->act;
-    v->math = c->fast == 2 ? MVRT_MATH_BF16 : c->fast ? MVRT_MATH_FAST : MVRT_MATH_FP32;
+    v->math = c->fast == 2 ? m16(MVRT_MATH_BF16) : c->fast ? MVRT_MATH_FAST : MVRT_MATH_FP32;
     pd = ph;
     pd.u.conv2d.x = x.d; pd.u.conv2d.weight = w.d; pd.u.conv2d.bias = c->bias ? bias.d : NULL;
     pd.u.conv2d.residual = c->residual ? res.d : NULL; pd.u.conv2d.y = y.d;
@@ -791,7 +819,7 @@ static void case_conv2d(const ccase_t *c)
     run_dev(&pd);
     const double sk = sqrt((double)(c->cin * c->k * c->k));
     if (c->fast == 2 && strcmp(gemm_mode, "builtin") != 0) /* bf16 operands, as the linear's bf16 cases */
-        check(c->name, &y, ref, c->sampled, 6e-3 * sk, 2e-2);
+        check(c->name, &y, ref, c->sampled, 6e-3 * sk * gemm16_scale(), 2e-2 * gemm16_scale());
     else if (c->fast) /* TF32 (10-bit mantissa) products, as the linear's fast cases */
         check(c->name, &y, ref, c->sampled, 1e-3 * sk, 5e-3);
     else
@@ -816,10 +844,10 @@ static void nchw_to_nhwc_d(const double *src, double *dst, int64_t batch, int64_
         for (int64_t c = 0; c < C; c++)
             for (int64_t i = 0; i < sp; i++) dst[(b * sp + i) * C + c] = src[(b * C + c) * sp + i];
 }
-/* floats rounded to bf16 values in place (what a bf16 map holds exactly) */
-static void round_bf16(float *x, int64_t n)
+/* floats rounded to 16-bit values (g_t16) in place (what a 16-bit map holds exactly) */
+static void round16(float *x, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) x[i] = tu_bf16_to_f32(tu_f32_to_bf16(x[i]));
+    for (int64_t i = 0; i < n; i++) x[i] = from16(to16(x[i]));
 }
 
 /* Whether the device takes op (asked as the graph runner does); on a
@@ -830,12 +858,13 @@ static int dev_takes(const mvrt_op_params_t *pd)
     return !vt->op_scratch_size || vt->op_scratch_size(dev, pd, &bytes) == MVRT_OK;
 }
 
-/* A 3x3 conv (pad 1) in the 16-bit map form: x a bf16 NHWC map (x16) or
- * NCHW floats (the stem), y and the residual bf16 NHWC maps, bf16 math.
- * The reference: the NCHW double conv of the same float values (x and the
- * residual hold bf16 numbers; the weights are rounded by the device, as
- * the bf16 conv cases), permuted to NHWC. Tolerance: the bf16 conv cases'
- * (6e-3 sqrt(Cin k^2), 2e-2) plus the output's rounding (2^-8). Returns
+/* A 3x3 conv (pad 1) in the 16-bit map form (g_t16): x a 16-bit NHWC map
+ * (x16) or NCHW floats (the stem), y and the residual 16-bit NHWC maps,
+ * the type's math. The reference: the NCHW double conv of the same float
+ * values (x and the residual hold 16-bit numbers; the weights are rounded
+ * by the device, as the 16-bit conv cases), permuted to NHWC. Tolerance:
+ * the 16-bit conv cases' ((6e-3 sqrt(Cin k^2), 2e-2) x gemm16_scale())
+ * plus the output's rounding. Returns
  * 1 when the device took the form (0: declined, nothing checked). */
 static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
                               int stride, int act, int residual, int x16)
@@ -848,9 +877,9 @@ static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int6
     float *rn = malloc(sizeof(float) * (size_t)ny);
     double *ref = ref_new(ny), *refn = ref_new(ny);
     if (!r32 || !xn || !rn) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
-    if (x16) round_bf16(x.h, nx);
+    if (x16) round16(x.h, nx);
     for (int64_t i = 0; i < ny; i++) r32[i] = (float)tu_uniform(-1.0, 1.0);
-    round_bf16(r32, ny);
+    round16(r32, ny);
     nchw_to_nhwc_f(x.h, xn, batch, cin, h * w);
     nchw_to_nhwc_f(r32, rn, batch, cout, oh * ow);
     buf16_t x16b = buf16_new(x16 ? nx : 1, x16 ? xn : NULL);
@@ -864,7 +893,7 @@ static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int6
     v->out_channels = cout; v->out_h = oh; v->out_w = ow;
     v->kernel = 3; v->stride = stride; v->pad = 1;
     v->x = x.h; v->weight = wt.h; v->bias = bias.h; v->residual = residual ? r32 : NULL;
-    v->activation = act; v->math = MVRT_MATH_BF16;
+    v->activation = act; v->math = m16(MVRT_MATH_BF16);
     float *yh = malloc(sizeof(float) * (size_t)ny);
     if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
     v->y = yh;
@@ -873,14 +902,14 @@ static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int6
     pd.u.conv2d.weight = wt.d; pd.u.conv2d.bias = bias.d;
     pd.u.conv2d.residual = residual ? (const float *)r16.d : NULL;
     pd.u.conv2d.y = y.d;
-    pd.u.conv2d.x_nhwc16 = x16; pd.u.conv2d.y_nhwc16 = 1;
+    pd.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0; pd.u.conv2d.y_nhwc16 = g_t16;
     int taken = dev_takes(&pd);
     if (taken) {
         mvrt_ref_op_run(&ph, refn);
         nchw_to_nhwc_d(refn, ref, batch, cout, oh * ow);
         run_dev(&pd);
         const double sk = sqrt((double)(cin * 9));
-        check16(name, &y, ref, 0, 6e-3 * sk, 2e-2 + 0x1p-8);
+        check16(name, &y, ref, 0, 6e-3 * sk * gemm16_scale(), 2e-2 * gemm16_scale() + round16_rtol());
     }
     free(ref); free(refn); free(r32); free(xn); free(rn); free(yh);
     buf_free(&x); buf_free(&wt); buf_free(&bias);
@@ -889,8 +918,8 @@ static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int6
 }
 
 /* Window partition from / reverse into a 16-bit NHWC map: the partition
- * copies bf16 values into floats (exact), the reverse rounds floats to
- * bf16 once (2^-8 relative at most). */
+ * copies 16-bit values into floats (exact), the reverse rounds floats to
+ * 16 bits once (round16_atol, round16_rtol). */
 static int case_window_nhwc16(const char *name, int64_t batch, int64_t C, int64_t H, int64_t W, int ws)
 {
     char nm[128];
@@ -901,7 +930,7 @@ static int case_window_nhwc16(const char *name, int64_t batch, int64_t C, int64_
         snprintf(nm, sizeof nm, "%s_%s", name, rev ? "reverse" : "partition");
         if (!selected(nm)) continue;
         buf_t map = buf_rand(nmap, -1.0, 1.0), tok = rev ? buf_rand(ntok, -1.0, 1.0) : buf_out(ntok);
-        round_bf16(map.h, nmap);
+        round16(map.h, nmap);
         float *mapn = malloc(sizeof(float) * (size_t)nmap);
         if (!mapn) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
         nchw_to_nhwc_f(map.h, mapn, batch, C, H * W);
@@ -915,7 +944,7 @@ static int case_window_nhwc16(const char *name, int64_t batch, int64_t C, int64_
         pd = ph;
         pd.u.window.src = rev ? tok.d : (const float *)map16.d;
         pd.u.window.dst = rev ? (float *)map16.d : tok.d;
-        pd.u.window.map_nhwc16 = 1;
+        pd.u.window.map_nhwc16 = g_t16;
         if (dev_takes(&pd)) {
             taken++;
             double *ref = ref_new(rev ? nmap : ntok);
@@ -924,7 +953,7 @@ static int case_window_nhwc16(const char *name, int64_t batch, int64_t C, int64_
             if (rev) {
                 double *refn = ref_new(nmap);
                 nchw_to_nhwc_d(ref, refn, batch, C, H * W);
-                check16(nm, &map16, refn, 0, 0.0, 0x1p-8);
+                check16(nm, &map16, refn, 0, round16_atol(), round16_rtol());
                 free(refn);
             } else {
                 check(nm, &tok, ref, 0, 0.0, 0.0);
@@ -943,7 +972,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
     if (!selected(name)) return 0;
     buf_t x = buf_rand(batch * C * spatial, -1.0, 2.0), sc = buf_rand(C, 0.5, 1.5), sh = buf_rand(C, -1.0, 1.0);
     buf_t y = buf_out(batch * C);
-    round_bf16(x.h, x.n);
+    round16(x.h, x.n);
     float *xn = malloc(sizeof(float) * (size_t)x.n);
     if (!xn) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
     nchw_to_nhwc_f(x.h, xn, batch, C, spatial);
@@ -956,7 +985,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
     p->x = x.h; p->scale = sc.h; p->shift = sh.h; p->y = y.h;
     pd = ph;
     pd.u.pool.x = (const float *)x16.d; pd.u.pool.scale = sc.d; pd.u.pool.shift = sh.d; pd.u.pool.y = y.d;
-    pd.u.pool.x_nhwc16 = 1;
+    pd.u.pool.x_nhwc16 = g_t16;
     const int taken = dev_takes(&pd);
     if (taken) {
         double *ref = ref_new(y.n);
@@ -1330,10 +1359,9 @@ static const ccase_t conv_cases[] = {
     {"conv2d_cluster_nopad_b4_res",        4,  40,  12,  10,  20, 3, 1, 0, 0, 1, NONE, 0, 0},
 };
 
-static void run_gemm_cases(void)
+/* The linear's 16-bit storage forms (g_t16). */
+static void run_linear_storage_cases(void)
 {
-    for (size_t i = 0; i < sizeof linear_cases / sizeof linear_cases[0]; i++) case_linear(&linear_cases[i]);
-    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) case_conv2d(&conv_cases[i]);
     /* bf16 storage (the graph's bf16 mode on GPUs): the MLP's fc1 (bf16 in,
      * bias + GELU, bf16 out) and fc2 (bf16 in), batched / transposed /
      * padded forms, odd sizes (scalar epilogue), fp32 math through scratch */
@@ -1346,7 +1374,7 @@ static void run_gemm_cases(void)
     case_linear_storage("linear_s16_fc2_sm90_bias", 1, 4224, 640, 1280, 0, 1, 0, 1, NONE, BF16, 0);
     /* M, N and K that are no multiples of the tiles (TMA clips the edges) */
     case_linear_storage("linear_s16_fc1_sm90_ragged", 1, 4100, 1288, 328, 0, 1, 1, 1, GELU, BF16, 0);
-    /* bf16 weights (b_bf16, as a bf16 graph stores them): the fused sm_90a
+    /* bf16 weights (b16, as a bf16 graph stores them): the fused sm_90a
      * GEMM, cuBLAS at few rows (a padded ldb), a batched transposed A;
      * declined with fp32 math and without a vendor GEMM */
     case_linear_storage("linear_b16_fc1_sm90_gelu", 1, 4224, 1280, 320, 0, 3, 1, 1, GELU, BF16, 0);
@@ -1359,6 +1387,13 @@ static void run_gemm_cases(void)
     case_linear_storage("linear_s16_fp32_math_a16_y16", 2, 65, 40, 72, 0, 1, 1, 1, GELU, FP32, 2);
     case_linear_storage("linear_s16_fp32_math_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, FP32, 0);
     case_linear_storage("linear_s16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, RELU, BF16, 0);
+}
+
+static void run_gemm_cases(void)
+{
+    for (size_t i = 0; i < sizeof linear_cases / sizeof linear_cases[0]; i++) case_linear(&linear_cases[i]);
+    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) case_conv2d(&conv_cases[i]);
+    run_linear_storage_cases();
     /* out_proj over windows as one GEMM: MambaVision-T stage 3 / 4 shapes,
      * in place, onto a residual, and with a column bias at beta 0 */
     case_linear_fold("linear_fold_outproj_b8_L196_inplace", 8, 196, 320, 320, 0);
@@ -1396,6 +1431,43 @@ static void run_attention_cases(void)
     /* fast math computes attention in fp32 as well (same tolerance) */
     case_attention_math("attention_fast_L196_h8_d40", 3, 196, 8, 40, 0, MVRT_MATH_FAST);
     case_attention_math("attention_fast_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_FAST);
+}
+
+/* 16-bit output (y16, g_t16): atol 2e-5, rtol round16_rtol(); vector
+ * (cols % 4 == 0, 8-byte aligned rows) and scalar paths */
+static void run_layernorm16_cases(void)
+{
+    case_layernorm_bf16("layernorm_bf16_33x320_vec", 33, 320, 0, 0);
+    case_layernorm_bf16("layernorm_bf16_12x640_vec", 12, 640, 0, 0);
+    case_layernorm_bf16("layernorm_bf16_9x97_ld101", 9, 97, 4, 4);
+    case_layernorm_bf16("layernorm_bf16_7x96_ld98_scalar", 7, 96, 0, 2);
+    case_layernorm_bf16("layernorm_bf16_mv_50176x320", 50176, 320, 0, 0);
+}
+
+/* The 16-bit attention cases (math bf16, fp16 in the fp16 pass). */
+static void run_attention16_cases(void)
+{
+    /* bf16 math: the tensor-core kernel on sm_80+ (atol 3e-2, rtol 3e-2),
+     * the fp32 kernels elsewhere; head_dim 7/16/40/49/64 (padded to 16..64,
+     * odd ones staged without vector loads), partial query and key tiles */
+    case_attention_math("attention_bf16_1x1x1x1", 1, 1, 1, 1, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L5_h3_d7", 2, 5, 3, 7, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L65_d16_b3", 3, 65, 2, 16, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L49_h16_d49", 2, 49, 16, 49, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L130_d64", 1, 130, 2, 64, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L300_d32", 1, 300, 1, 32, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1, MVRT_MATH_BF16);
+    /* the staged kernel on sm_90 code (head_dim % 4 == 0, L <= 256):
+     * 1, 2 and 8 warps per block, the longest staged sequence and one key
+     * more (the tiled kernel), head_dim 4 / 20 (a half block of 8 output
+     * columns) / 64 (the most shared memory), MambaVision's stage-4 shape */
+    case_attention_math("attention_bf16_L1_d8", 2, 1, 3, 8, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L17_d4", 2, 17, 2, 4, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L256_d40", 2, 256, 3, 40, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L257_d40", 1, 257, 2, 40, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_L256_d64", 1, 256, 2, 64, 0, MVRT_MATH_BF16);
+    case_attention_math("attention_bf16_mv_L49_h16_d40_b5", 5, 49, 16, 40, 0, MVRT_MATH_BF16);
 }
 
 /* Closes and reopens device 0 so that GEMM and attention knobs set in the
@@ -1456,13 +1528,7 @@ int main(int argc, char **argv)
     case_layernorm("layernorm_inplace_65x160", 65, 160, 0, 0, 1);
     case_layernorm("layernorm_inplace_odd_ld", 11, 33, 2, 0, 1);
     case_layernorm("layernorm_mv_50176x320", 50176, 320, 0, 0, 0);
-    /* bf16 output (y_bf16): atol 2e-5, rtol 1.125 * 2^-8; vector (cols % 4 == 0,
-     * 8-byte aligned rows) and scalar paths */
-    case_layernorm_bf16("layernorm_bf16_33x320_vec", 33, 320, 0, 0);
-    case_layernorm_bf16("layernorm_bf16_12x640_vec", 12, 640, 0, 0);
-    case_layernorm_bf16("layernorm_bf16_9x97_ld101", 9, 97, 4, 4);
-    case_layernorm_bf16("layernorm_bf16_7x96_ld98_scalar", 7, 96, 0, 2);
-    case_layernorm_bf16("layernorm_bf16_mv_50176x320", 50176, 320, 0, 0);
+    run_layernorm16_cases();
 
     /* dwconv1d + SiLU: atol 1e-5 sqrt(width) + 1e-6, rtol 1e-5 */
     case_dwconv("dwconv_1x1x1_w1", 1, 1, 1, 1, 0);
@@ -1485,27 +1551,7 @@ int main(int argc, char **argv)
     case_dwconv_split("dwconv_split_c37_w4_b3", 3, 37, 50, 4);
     case_dwconv_split("dwconv_split_w40_direct", 2, 9, 70, 40);
 
-    /* bf16 math: the tensor-core kernel on sm_80+ (atol 3e-2, rtol 3e-2),
-     * the fp32 kernels elsewhere; head_dim 7/16/40/49/64 (padded to 16..64,
-     * odd ones staged without vector loads), partial query and key tiles */
-    case_attention_math("attention_bf16_1x1x1x1", 1, 1, 1, 1, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L5_h3_d7", 2, 5, 3, 7, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L65_d16_b3", 3, 65, 2, 16, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L49_h16_d49", 2, 49, 16, 49, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L130_d64", 1, 130, 2, 64, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L300_d32", 1, 300, 1, 32, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1, MVRT_MATH_BF16);
-    /* the staged kernel on sm_90 code (head_dim % 4 == 0, L <= 256):
-     * 1, 2 and 8 warps per block, the longest staged sequence and one key
-     * more (the tiled kernel), head_dim 4 / 20 (a half block of 8 output
-     * columns) / 64 (the most shared memory), MambaVision's stage-4 shape */
-    case_attention_math("attention_bf16_L1_d8", 2, 1, 3, 8, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L17_d4", 2, 17, 2, 4, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L256_d40", 2, 256, 3, 40, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L257_d40", 1, 257, 2, 40, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_L256_d64", 1, 256, 2, 64, 0, MVRT_MATH_BF16);
-    case_attention_math("attention_bf16_mv_L49_h16_d40_b5", 5, 49, 16, 40, 0, MVRT_MATH_BF16);
+    run_attention16_cases();
 
     /* window partition / reverse: exact */
     case_window("window_1x1", 1, 1, 1, 1, 1);
@@ -1549,6 +1595,18 @@ int main(int argc, char **argv)
          * stem's (direct kernel, 3 NCHW float input channels) */
         check_taken("NHWC bf16 conv", run_nhwc16_cases(),
                     strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES : NHWC16_SMALLK_CASES);
+        /* the fp16 pass: every 16-bit case again in fp16 storage and math
+         * (case names as in bf16; the pass is named fp16) */
+        g_t16 = MVRT_STORAGE16_F16;
+        if (reopen_device("fp16") != 0) return 1;
+        run_layernorm16_cases();
+        run_attention16_cases();
+        for (size_t i = 0; i < sizeof linear_cases / sizeof linear_cases[0]; i++) case_linear(&linear_cases[i]);
+        for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) case_conv2d(&conv_cases[i]);
+        run_linear_storage_cases();
+        check_taken("NHWC fp16 conv", run_nhwc16_cases(),
+                    strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES : NHWC16_SMALLK_CASES);
+        g_t16 = MVRT_STORAGE16_BF16;
         setenv("MVRT_CUDA_LN_FOLD", "0", 1);
         if (reopen_device("lnfold0") != 0) return 1;
         check_taken("folded-LayerNorm", run_linear_ln_cases(), 0);

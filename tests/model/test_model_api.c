@@ -109,6 +109,67 @@ static void test_config_errors(mvrt_backend_t *be)
 
 /* The golden mixer block rewritten with one tensor dropped, reshaped or
  * retyped: the load names it. */
+static int64_t numel_of(mvrt_graph_t *g, int output);
+
+/* An in_proj weight of 1e6, beyond fp16's 65504: a backend that keeps
+ * the weights in 16 bits for fp16 GEMMs (CUDA) refuses the fp16 graph
+ * (never infinite weights); the CPU, which multiplies fp32 weights, and
+ * a bf16 graph (range 3e38) take the model and give finite outputs. */
+static void test_fp16_weight_range(mvrt_backend_t *be, const mvrt_safetensors_t *f, const mvrt_model_config_t *c)
+{
+    const char *victim = "mixer_block.weights.mixer.in_proj.weight";
+    st_writer_t w;
+    stw_init(&w);
+    float *big = NULL;
+    for (size_t i = 0; i < mvrt_safetensors_count(f); i++) {
+        mvrt_safetensors_tensor_t t;
+        mvrt_safetensors_at(f, i, &t);
+        if (strcmp(t.name, victim) == 0) {
+            big = malloc(t.nbytes);
+            memcpy(big, t.data, t.nbytes);
+            big[3] = 1.0e6f;
+            stw_tensor(&w, t.name, "F32", t.rank, t.shape, big, t.nbytes);
+        } else {
+            stw_tensor(&w, t.name, "F32", t.rank, t.shape, t.data, t.nbytes);
+        }
+    }
+    CHECK(big != NULL);
+    size_t n = 0;
+    void *img = stw_finish(&w, &n);
+    mvrt_safetensors_t *g = NULL;
+    CHECK_OK(mvrt_safetensors_open_memory(img, n, &g));
+    free(img);
+    free(big);
+    mvrt_model_t *m = NULL;
+    CHECK_OK(mvrt_model_load(be, c, g, "mixer_block.weights.", &m));
+    const int keeps16 = !strcmp(mvrt_backend_name(be), "cuda");
+    for (int math = 2; m && math <= 3; math++) {
+        mvrt_graph_options_t o = {2, 0, 0, 49, math};
+        mvrt_graph_t *gr = NULL;
+        if (math == 3 && keeps16) {
+            CHECK_ERR(mvrt_graph_create(m, &o, &gr), MVRT_ERR_UNSUPPORTED, "beyond fp16's range", "1e+06");
+            CHECK(gr == NULL);
+            continue;
+        }
+        CHECK_OK(mvrt_graph_create(m, &o, &gr));
+        mvrt_stream_t *s = NULL;
+        CHECK_OK(mvrt_stream_create(be, &s));
+        const int64_t nin = numel_of(gr, 0), nout = numel_of(gr, 1);
+        float *in = malloc((size_t)nin * 4), *out = malloc((size_t)nout * 4);
+        fill(in, nin, 9);
+        CHECK_OK(run_host(gr, s, in, out));
+        int finite = 1;
+        for (int64_t i = 0; i < nout; i++)
+            finite &= isfinite(out[i]) != 0;
+        CHECK(finite);
+        free(in), free(out);
+        mvrt_stream_destroy(s);
+        mvrt_graph_destroy(gr);
+    }
+    mvrt_model_destroy(m);
+    mvrt_safetensors_close(g);
+}
+
 static void test_load_errors(mvrt_backend_t *be)
 {
     if (!golden_dir)
@@ -161,6 +222,7 @@ static void test_load_errors(mvrt_backend_t *be)
     /* The wrong prefix: the first parameter is missing. */
     mvrt_model_t *m = NULL;
     CHECK_ERR(mvrt_model_load(be, &c, f, "nope.", &m), MVRT_ERR_NOT_FOUND, "nope.");
+    test_fp16_weight_range(be, f, &c);
     mvrt_safetensors_close(f);
 }
 

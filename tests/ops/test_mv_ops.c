@@ -228,8 +228,17 @@ static void test_layernorm(int64_t rows, int64_t cols, int64_t x_ld, int64_t y_l
  * 2^-8 of |ref| (truncation would err by up to 2^-7), plus the fp32
  * kernel's own error. Elements outside the output (row padding) keep a
  * sentinel NaN pattern, checked bit for bit. */
-#define S16_RTOL (1.0 / 256.0)
-#define S16_SENTINEL 0x7fc1u
+#define S16_SENTINEL 0x7fc1u /* a NaN in bf16 and in fp16 */
+
+/* The 16-bit type of the storage tests: MVRT_STORAGE16_BF16, then _F16
+ * (main runs them in both). One rounding to it: half an ulp, 2^-8 (bf16)
+ * or 2^-11 (fp16) of |ref| at most. */
+static int g_t16 = MVRT_STORAGE16_BF16;
+static uint16_t to16(float f) { return g_t16 == MVRT_STORAGE16_F16 ? mvrt_f32_to_f16(f) : mvrt_f32_to_bf16(f); }
+static float from16(uint16_t h) { return g_t16 == MVRT_STORAGE16_F16 ? mvrt_f16_to_f32(h) : mvrt_bf16_to_f32(h); }
+static const char *t16_name(void) { return g_t16 == MVRT_STORAGE16_F16 ? "fp16" : "bf16"; }
+static double s16_rtol(void) { return g_t16 == MVRT_STORAGE16_F16 ? 1.0 / 2048.0 : 1.0 / 256.0; }
+#define S16_RTOL s16_rtol()
 
 static uint16_t *u16alloc(size_t n)
 {
@@ -250,7 +259,7 @@ static size_t decode16(const uint16_t *y16, size_t n, int64_t count, int64_t str
 {
     size_t touched = 0;
     for (size_t i = 0; i < n; i++)
-        got[i] = mvrt_bf16_to_f32(y16[i]);
+        got[i] = from16(y16[i]);
     for (size_t i = 0; i < n; i++) {
         const int64_t b = (int64_t)i / (stride ? stride : (int64_t)n), rem = (int64_t)i - b * (stride ? stride : 0);
         const int inside = b < count && rem / ld < rows && rem % ld < cols;
@@ -263,7 +272,7 @@ static size_t decode16(const uint16_t *y16, size_t n, int64_t count, int64_t str
 static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_t y_ld, double mean, double spread)
 {
     char name[128];
-    snprintf(name, sizeof name, "bf16 out %lldx%lld ld %lld/%lld mean %g", (long long)rows, (long long)cols,
+    snprintf(name, sizeof name, "%s out %lldx%lld ld %lld/%lld mean %g", t16_name(), (long long)rows, (long long)cols,
              (long long)x_ld, (long long)y_ld, mean);
     const size_t nx = (size_t)((rows - 1) * x_ld + cols), ny = (size_t)((rows - 1) * y_ld + cols);
     float *x = falloc(nx), *w = falloc((size_t)cols), *b = falloc((size_t)cols), *got = falloc(ny);
@@ -280,7 +289,7 @@ static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_
     for (int t = 1; t <= 2; t++) {
         uint16_t *y16 = u16alloc(ny);
         op.u.layernorm.y = (float *)(void *)y16;
-        op.u.layernorm.y_bf16 = 1;
+        op.u.layernorm.y16 = g_t16;
         run_cpu(&op, t);
         const size_t touched = decode16(y16, ny, 1, 0, rows, cols, y_ld, got);
         for (size_t i = 0; i < ny; i++) /* padding: NaN on both sides */
@@ -302,7 +311,7 @@ static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_
 static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16, int y16, int act)
 {
     char name[128];
-    snprintf(name, sizeof name, "bf16 %s%s b%lld %lldx%lldx%lld%s act %d", a16 ? "A" : "", y16 ? "Y" : "",
+    snprintf(name, sizeof name, "%s %s%s b%lld %lldx%lldx%lld%s act %d", t16_name(), a16 ? "A" : "", y16 ? "Y" : "",
              (long long)batch, (long long)M, (long long)N, (long long)K, ta ? " ta" : "", act);
     const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + 3, sa = ra * lda + 5;
     const int64_t ldy = N + 2, sy = M * ldy + 4;
@@ -311,12 +320,12 @@ static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int
     double *ref = dalloc(ny);
     fill_uniform(A, na, 0.0, 1.0);
     for (size_t i = 0; i < na; i++) /* values a bf16 A holds exactly */
-        A[i] = mvrt_bf16_to_f32(mvrt_f32_to_bf16(A[i]));
+        A[i] = from16(to16(A[i]));
     fill_uniform(B, nb, 0.0, 1.0);
     fill_uniform(bias, (size_t)N, 0.0, 1.0);
     uint16_t *A16 = u16alloc(na);
     for (size_t i = 0; i < na; i++)
-        A16[i] = mvrt_f32_to_bf16(A[i]);
+        A16[i] = to16(A[i]);
     mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
     op.u.linear = (mvrt_linear_params_t){.batch = batch, .M = M, .N = N, .K = K, .A = A, .lda = lda,
                                           .batch_stride_a = sa, .trans_a = ta, .B = B, .ldb = K,
@@ -329,7 +338,7 @@ static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int
     const double atol = 2e-6 * sqrt((double)K) * max_abs(ref, ny);
     for (int t = 1; t <= 2; t++) {
         mvrt_op_params_t q = op;
-        q.u.linear.a_bf16 = a16, q.u.linear.y_bf16 = y16;
+        q.u.linear.a16 = a16 ? g_t16 : 0, q.u.linear.y16 = y16 ? g_t16 : 0;
         if (a16)
             q.u.linear.A = (const float *)(const void *)A16;
         uint16_t *Y16 = y16 ? u16alloc(ny) : NULL;
@@ -613,7 +622,7 @@ static void test_pool(int64_t B, int64_t C, int64_t S, double mean)
  * inputs hold them exactly), permuted to NHWC. The CPU computes in fp32
  * with fp32 weights and rounds a bf16 output once: rtol 1.125 * 2^-8 on
  * top of fp32 accuracy (atol 1e-5 of the largest |ref|). */
-#define MAP16_RTOL 0x1.2p-8
+#define MAP16_RTOL (1.125 * s16_rtol())
 #define MAP16_ATOL 1e-5
 
 static void nchw_to_nhwc(const double *src, double *dst, int64_t batch, int64_t C, int64_t sp)
@@ -638,8 +647,8 @@ static float *map16_values(int64_t batch, int64_t C, int64_t sp, uint16_t **out1
     for (int64_t b = 0; b < batch; b++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t i = 0; i < sp; i++) {
-                const uint16_t h = mvrt_f32_to_bf16(x[(b * C + c) * sp + i]);
-                x[(b * C + c) * sp + i] = mvrt_bf16_to_f32(h);
+                const uint16_t h = to16(x[(b * C + c) * sp + i]);
+                x[(b * C + c) * sp + i] = from16(h);
                 x16[(b * sp + i) * C + c] = h;
             }
     *out16 = x16;
@@ -657,7 +666,7 @@ static void check_threads16(const char *kind, const char *name, const mvrt_op_pa
             y16[i] = 0x7fc0u;
         run_cpu(op, t);
         for (size_t i = 0; i < n; i++)
-            got[i] = mvrt_bf16_to_f32(y16[i]);
+            got[i] = from16(y16[i]);
         compare(kind, name, t, got, ref, n, MAP16_RTOL, MAP16_ATOL * max_abs(ref, n));
     }
     free(got);
@@ -667,7 +676,7 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
                                int residual, int x16)
 {
     char name[128];
-    snprintf(name, sizeof name, "nhwc16 b%lld %lld->%lld %lldx%lld s%d act %d%s%s", (long long)batch,
+    snprintf(name, sizeof name, "nhwc %s b%lld %lld->%lld %lldx%lld s%d act %d%s%s", t16_name(), (long long)batch,
              (long long)cin, (long long)cout, (long long)h, (long long)w, stride, act, residual ? " res" : "",
              x16 ? "" : " x NCHW f32");
     const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
@@ -694,7 +703,7 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
     op.u.conv2d.x = x16 ? (const float *)(const void *)xb : x;
     op.u.conv2d.residual = residual ? (const float *)(const void *)rb : NULL;
     op.u.conv2d.y = (float *)(void *)y16;
-    op.u.conv2d.x_nhwc16 = x16, op.u.conv2d.y_nhwc16 = 1;
+    op.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0, op.u.conv2d.y_nhwc16 = g_t16;
     check_threads16("conv2d", name, &op, y16, ref, ny);
     free(x), free(xb), free(r), free(rb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref);
 }
@@ -702,7 +711,7 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
 static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, int ws)
 {
     char name[128];
-    snprintf(name, sizeof name, "nhwc16 b%lld c%lld %lldx%lld ws %d", (long long)batch, (long long)C,
+    snprintf(name, sizeof name, "nhwc %s b%lld c%lld %lldx%lld ws %d", t16_name(), (long long)batch, (long long)C,
              (long long)H, (long long)W, ws);
     const int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
     const size_t nmap = (size_t)(batch * C * H * W), ntok = (size_t)(batch * nh * nw * ws * ws * C);
@@ -717,7 +726,7 @@ static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, i
     for (size_t i = 0; i < ntok; i++)
         ref[i] = NAN;
     run_ref(&op, ref);
-    op.u.window.src = (const float *)(const void *)m16, op.u.window.map_nhwc16 = 1;
+    op.u.window.src = (const float *)(const void *)m16, op.u.window.map_nhwc16 = g_t16;
     check_threads("window", name, &op, tok, ref, ntok, 0.0, 0.0);
     /* reverse: float tokens (random, not bf16 values) -> bf16 map, rounded once */
     fill_uniform(tok, ntok, 0.0, 1.0);
@@ -725,7 +734,7 @@ static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, i
     op.u.window.src = tok, op.u.window.dst = map32, op.u.window.map_nhwc16 = 0;
     run_ref(&op, refn);
     nchw_to_nhwc(refn, ref, batch, C, H * W);
-    op.u.window.dst = (float *)(void *)m16, op.u.window.map_nhwc16 = 1;
+    op.u.window.dst = (float *)(void *)m16, op.u.window.map_nhwc16 = g_t16;
     check_threads16("window rev", name, &op, m16, ref, nmap);
     free(map), free(m16), free(tok), free(map32), free(ref), free(refn);
 }
@@ -733,7 +742,8 @@ static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, i
 static void test_pool_nhwc16(int64_t batch, int64_t C, int64_t spatial)
 {
     char name[128];
-    snprintf(name, sizeof name, "nhwc16 b%lld c%lld sp %lld", (long long)batch, (long long)C, (long long)spatial);
+    snprintf(name, sizeof name, "nhwc %s b%lld c%lld sp %lld", t16_name(), (long long)batch, (long long)C,
+             (long long)spatial);
     uint16_t *x16;
     float *x = map16_values(batch, C, spatial, &x16);
     float *sc = falloc((size_t)C), *sh = falloc((size_t)C), *y = falloc((size_t)(batch * C));
@@ -744,7 +754,7 @@ static void test_pool_nhwc16(int64_t batch, int64_t C, int64_t spatial)
     op.u.pool = (mvrt_affine_avgpool_params_t){.batch = batch, .channels = C, .spatial = spatial, .x = x,
                                                .scale = sc, .shift = sh, .y = y};
     run_ref(&op, ref);
-    op.u.pool.x = (const float *)(const void *)x16, op.u.pool.x_nhwc16 = 1;
+    op.u.pool.x = (const float *)(const void *)x16, op.u.pool.x_nhwc16 = g_t16;
     check_threads("pool", name, &op, y, ref, (size_t)(batch * C), AP_RTOL, AP_ATOL * max_abs(ref, (size_t)(batch * C)));
     free(x), free(x16), free(sc), free(sh), free(y), free(ref);
 }
@@ -765,16 +775,19 @@ int main(void)
     test_layernorm(300, 160, 160, 160, 0, 0.0, 3.0);
     test_layernorm(257, 97, 101, 99, 1, 10.0, 1.0);
 
-    /* bf16 storage forms: LayerNorm outputs (padded rows, a large mean),
-     * the MLP's fc1 (bf16 A and Y, bias + GELU) and fc2 (bf16 A, fp32 Y),
-     * a transposed batched A, odd sizes */
-    test_layernorm_bf16(1, 1, 1, 1, 0.0, 1.0);
-    test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0);
-    test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0);
-    test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF);
-    test_linear_bf16(1, 37, 33, 129, 0, 1, 0, MVRT_ACT_NONE);
-    test_linear_bf16(3, 17, 9, 21, 1, 1, 1, MVRT_ACT_SILU);
-    test_linear_bf16(2, 5, 7, 3, 0, 0, 1, MVRT_ACT_RELU);
+    /* 16-bit storage forms, bf16 then fp16: LayerNorm outputs (padded
+     * rows, a large mean), the MLP's fc1 (16-bit A and Y, bias + GELU) and
+     * fc2 (16-bit A, fp32 Y), a transposed batched A, odd sizes */
+    for (int pass = 0; pass < 2; pass++) {
+        g_t16 = pass ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
+        test_layernorm_bf16(1, 1, 1, 1, 0.0, 1.0);
+        test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0);
+        test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0);
+        test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF);
+        test_linear_bf16(1, 37, 33, 129, 0, 1, 0, MVRT_ACT_NONE);
+        test_linear_bf16(3, 17, 9, 21, 1, 1, 1, MVRT_ACT_SILU);
+        test_linear_bf16(2, 5, 7, 3, 0, 0, 1, MVRT_ACT_RELU);
+    }
 
     /* Depthwise conv1d: widths 1..5 (odd and even 'same' padding), lengths
      * 1 and 2 (shorter than the kernel), the MambaVision token-major read,
@@ -839,14 +852,17 @@ int main(void)
     /* 16-bit NHWC maps: the stem from NCHW floats (3 channels), conv
      * blocks (tanh GELU; bias + residual), a downsampler, odd sizes; window
      * partition / reverse with padding; pool. */
-    test_conv2d_nhwc16(2, 3, 17, 15, 8, 2, MVRT_ACT_RELU, 0, 0);
-    test_conv2d_nhwc16(1, 8, 9, 11, 16, 1, MVRT_ACT_GELU_TANH, 0, 1);
-    test_conv2d_nhwc16(2, 16, 7, 6, 16, 1, MVRT_ACT_NONE, 1, 1);
-    test_conv2d_nhwc16(3, 5, 10, 9, 7, 2, MVRT_ACT_NONE, 0, 1);
-    test_window_nhwc16(2, 24, 5, 7, 3);
-    test_window_nhwc16(1, 40, 14, 14, 14);
-    test_pool_nhwc16(2, 24, 5);
-    test_pool_nhwc16(3, 640, 49);
+    for (int pass = 0; pass < 2; pass++) {
+        g_t16 = pass ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
+        test_conv2d_nhwc16(2, 3, 17, 15, 8, 2, MVRT_ACT_RELU, 0, 0);
+        test_conv2d_nhwc16(1, 8, 9, 11, 16, 1, MVRT_ACT_GELU_TANH, 0, 1);
+        test_conv2d_nhwc16(2, 16, 7, 6, 16, 1, MVRT_ACT_NONE, 1, 1);
+        test_conv2d_nhwc16(3, 5, 10, 9, 7, 2, MVRT_ACT_NONE, 0, 1);
+        test_window_nhwc16(2, 24, 5, 7, 3);
+        test_window_nhwc16(1, 40, 14, 14, 14);
+        test_pool_nhwc16(2, 24, 5);
+        test_pool_nhwc16(3, 640, 49);
+    }
 
     printf("%d comparisons, %d failures\n", g_cases, g_failures);
     return g_failures ? 1 : 0;
