@@ -20,6 +20,7 @@
  * chunk (the scratch stays bounded at any batch); the filter in KRSC
  * follows them. */
 #include "cuda_conv_3xtf32.h"
+#include "cuda_conv16_sm90.h"
 
 #include <climits>
 #include <cstdint>
@@ -435,9 +436,11 @@ int run_fused_act(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp,
                                                                                        msg, msg_n);
 }
 
-/* E: cutlass::bfloat16_t or cutlass::half_t, the maps' type */
+/* E: cutlass::bfloat16_t or cutlass::half_t, the maps' type; sm90: the
+ * sm_90a kernels run the chunks they take (cuda_conv16_sm90.h) */
 template <typename E>
-int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n)
+int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, bool sm90, char *msg,
+                    size_t msg_n)
 {
     using bf16 = E;
     const implicit_plan c = make_plan_nhwc16(p);
@@ -465,6 +468,12 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
         const int64_t off = b0 * (int64_t)PQ * K;
         bf16 *y = (bf16 *)(void *)p->y + off;
         const bf16 *r = p->residual ? (const bf16 *)(const void *)p->residual + off : nullptr;
+        if (sm90) {
+            const int t16 = std::is_same<E, cutlass::half_t>::value ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
+            const int rc = mvrt_cuda_conv16_sm90(s, p, t16, nb, cp, x, wt, bias, r, y, msg, msg_n);
+            if (rc == MVRT_GPU_GEMM_OK) continue;
+            if (rc != MVRT_GPU_GEMM_DECLINED) return MVRT_GPU_GEMM_FAILED;
+        }
         /* 8-byte vectors (one tile) where a channel count is not a
          * multiple of 8 (not measured against other tiles) */
         const int rc = cp % 8 != 0 || K % 8 != 0
@@ -489,13 +498,13 @@ extern "C" int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p)
     return eligible(p) ? make_plan(p).scratch : 0;
 }
 
-extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg,
-                                     size_t msg_n)
+static int conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, bool sm90, char *msg,
+                       size_t msg_n)
 {
     if (!eligible(p) || !scratch) return MVRT_GPU_GEMM_DECLINED;
     if (p->x_nhwc16 || p->y_nhwc16)
-        return p->math == MVRT_MATH_FP16 ? run_conv_nhwc16<cutlass::half_t>(s, p, scratch, msg, msg_n)
-                                         : run_conv_nhwc16<cutlass::bfloat16_t>(s, p, scratch, msg, msg_n);
+        return p->math == MVRT_MATH_FP16 ? run_conv_nhwc16<cutlass::half_t>(s, p, scratch, sm90, msg, msg_n)
+                                         : run_conv_nhwc16<cutlass::bfloat16_t>(s, p, scratch, sm90, msg, msg_n);
     const implicit_plan c = make_plan(p);
     using bf16 = cutlass::bfloat16_t;
     using f16 = cutlass::half_t;
@@ -547,6 +556,18 @@ extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t 
     return MVRT_GPU_GEMM_OK;
 }
 
+extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg,
+                                     size_t msg_n)
+{
+    return conv_3xtf32(s, p, scratch, false, msg, msg_n);
+}
+
+extern "C" int mvrt_cuda_conv_3xtf32_sm90(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg,
+                                          size_t msg_n)
+{
+    return conv_3xtf32(s, p, scratch, true, msg, msg_n);
+}
+
 #else /* no CUTLASS: the shared im2col path serves every conv */
 
 extern "C" int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p)
@@ -557,6 +578,13 @@ extern "C" int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p)
 
 extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg,
                                      size_t msg_n)
+{
+    (void)s, (void)p, (void)scratch, (void)msg, (void)msg_n;
+    return MVRT_GPU_GEMM_DECLINED;
+}
+
+extern "C" int mvrt_cuda_conv_3xtf32_sm90(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg,
+                                          size_t msg_n)
 {
     (void)s, (void)p, (void)scratch, (void)msg, (void)msg_n;
     return MVRT_GPU_GEMM_DECLINED;

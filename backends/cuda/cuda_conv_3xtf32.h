@@ -39,6 +39,11 @@ extern "C" {
 
 int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p);
 int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n);
+/* The same, with the 16-bit map forms on the sm_90a kernels of
+ * cuda_conv16_sm90.h where they take the sizes (the CUDA backend queues
+ * this one on devices where mvrt_cuda_conv16_sm90_usable() holds). */
+int mvrt_cuda_conv_3xtf32_sm90(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg,
+                               size_t msg_n);
 
 #ifdef __cplusplus
 }

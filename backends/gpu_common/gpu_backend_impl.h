@@ -47,6 +47,7 @@
 #include "../cuda/cuda_blas.h"
 #include "../cuda/cuda_conv_3xtf32.h"
 #include "../cuda/cuda_gemm16_sm90.h"
+#include "../cuda/cuda_conv16_sm90.h"
 #endif
 
 static const mvrt_host_api_t *mvrt_gpu_host;
@@ -109,6 +110,9 @@ static void mvrt_gpu_blas_open(mvrt_gpu_device_t *d)
         if (mvrt_cuda_blas_uses_3xtf32(blas) && !(conv && strcmp(conv, "im2col") == 0)) {
             d->opctx.conv = mvrt_cuda_conv_3xtf32;
             d->opctx.conv_scratch = mvrt_cuda_conv_3xtf32_scratch;
+            /* the 16-bit map forms on Hopper's wgmma kernels (sm_90a code;
+             * MVRT_CUDA_ARCH_CAP below 90 keeps the Sm80 kernels) */
+            if (d->code_arch >= 90 && mvrt_cuda_conv16_sm90_usable()) d->opctx.conv = mvrt_cuda_conv_3xtf32_sm90;
         }
         /* bf16 linears with bias / GELU / residual fused into the GEMM on
          * Hopper (sm_90a kernels; MVRT_CUDA_ARCH_CAP below 90 keeps cuBLAS

@@ -1004,7 +1004,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 11
+#define NHWC16_CONV_CASES 13
 #define NHWC16_SMALLK_CASES 1 /* conv16_stem_c3_s2_relu_b2 */
 static int run_nhwc16_cases(void)
 {
@@ -1021,6 +1021,11 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16("conv16_L_14x14x196_res_b2", 2, 196, 14, 14, 196, 1, MVRT_ACT_NONE, 1, 1);
     taken += case_conv2d_nhwc16("conv16_L_64to196_s2_relu", 2, 64, 20, 18, 196, 2, MVRT_ACT_RELU, 0, 1);
     taken += case_conv2d_nhwc16("conv16_L_196_gelut_b1", 1, 196, 9, 13, 196, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    /* MambaVision-B's 128 / 256 channels (the sm_90a kernels' 128x128
+     * tiles; the 160-channel cases above take their 128x160 tile, the
+     * 80-channel ones the Sm80 kernels) */
+    taken += case_conv2d_nhwc16("conv16_B_20x18x128_res_b2", 2, 128, 20, 18, 128, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_B_128to256_s2_gelut", 3, 128, 15, 17, 256, 2, MVRT_ACT_GELU_TANH, 0, 1);
     case_window_nhwc16("window16_mv_14x14_ws14_c320_b3", 3, 320, 14, 14, 14);
     case_window_nhwc16("window16_pad_5x7_ws3_c24", 2, 24, 5, 7, 3);
     case_window_nhwc16("window16_7x7_ws7_c40", 2, 40, 7, 7, 7);
