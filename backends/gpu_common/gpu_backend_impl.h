@@ -424,7 +424,9 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
                  d->code_arch, d->opctx.mma16 ? (d->opctx.mma_tf32x3 ? "bf16,fp16,tf32" : "bf16,fp16") : "none",
                  d->opctx.cluster_gemm > 0 ? "yes" : "no", d->opctx.dependent_launch ? "yes" : "no",
                  d->opctx.blas ? (mvrt_cuda_blas_uses_3xtf32(d->opctx.blas) ? "3xtf32" : "cublas") : "builtin",
-                 d->opctx.conv ? "implicit" : "im2col",
+                 !d->opctx.conv                                  ? "im2col"
+                 : d->opctx.conv == mvrt_cuda_conv_3xtf32_sm90 ? "implicit,16bit-sm90"
+                                                                 : "implicit",
                  d->opctx.staged_attention ? "staged" : d->opctx.mma16 ? "tiled" : "simt",
                  d->opctx.gemm ? "once" : "fp32");
     }
