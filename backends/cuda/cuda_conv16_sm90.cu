@@ -4,6 +4,7 @@
  * one store of y (LinCombPerColBiasEltAct: the GEMM's N is the output
  * channel, so its per-column bias is the conv's per-channel bias). */
 #include "cuda_conv16_sm90.h"
+#include "cuda_gemm16_sm90.h" /* mvrt_cuda_device_is_sm90a */
 
 #include <cstdint>
 #include <cstdio>
@@ -153,15 +154,7 @@ using namespace mvrt_conv16_sm90;
 
 extern "C" int mvrt_cuda_conv16_sm90_usable(void)
 {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    if (major != 9 || minor != 0) return 0; /* sm_90a code runs on 9.0 only */
-    return kernels<cutlass::bfloat16_t>::loads() && kernels<cutlass::half_t>::loads();
+    return mvrt_cuda_device_is_sm90a() && kernels<cutlass::bfloat16_t>::loads() && kernels<cutlass::half_t>::loads();
 }
 
 extern "C" int mvrt_cuda_conv16_sm90(cudaStream_t s, const mvrt_conv2d_params_t *p, int t16, int nb, int cp,

@@ -7,6 +7,18 @@
 #include <cstdint>
 #include <cstdio>
 
+extern "C" int mvrt_cuda_device_is_sm90a(void)
+{
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major == 9 && minor == 0;
+}
+
 #if defined(MVRT_HAVE_SM90A_CUTLASS)
 #include "cutlass/cutlass.h"
 #include "cute/tensor.hpp"
@@ -177,16 +189,7 @@ using namespace mvrt_gemm16_sm90;
 
 extern "C" int mvrt_cuda_gemm16_sm90_usable(void)
 {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    /* sm_90a code runs on compute capability 9.0 only */
-    if (major != 9 || minor != 0) return 0;
-    return kernels<bf16>::loads() && kernels<f16>::loads();
+    return mvrt_cuda_device_is_sm90a() && kernels<bf16>::loads() && kernels<f16>::loads();
 }
 
 extern "C" int mvrt_cuda_gemm16_sm90(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)

@@ -39,6 +39,10 @@
 extern "C" {
 #endif
 
+/* 1 when the current device has compute capability 9.0, the only one
+ * that runs sm_90a code (this file's and cuda_conv16_sm90.cu's kernels);
+ * 0 otherwise or on an error (cleared). */
+int mvrt_cuda_device_is_sm90a(void);
 /* 1 when the sm_90a kernels are built and load on the current device. */
 int mvrt_cuda_gemm16_sm90_usable(void);
 int mvrt_cuda_gemm16_sm90(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n);

@@ -742,6 +742,7 @@ static mvrt_status_t mvrt_gpu_op_run_entry(void *device, void *stream, const mvr
     switch (mvrt_gpu_op_run(p, scratch, &d->opctx, mvrt_gpu_native(stream), &e, msg, sizeof msg)) {
     case MVRT_GPU_OP_OK: return MVRT_OK;
     case MVRT_GPU_OP_UNSUPPORTED:
+        if (msg[0]) return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED, MVRT_GPU_NAME ": %s", msg);
         return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED, MVRT_GPU_NAME ": op kind %d is not implemented", p->kind);
     case MVRT_GPU_OP_NO_SCRATCH:
         return mvrt_gpu_host->set_error(MVRT_ERR_INVALID_ARGUMENT,

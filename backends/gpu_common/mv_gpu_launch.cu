@@ -659,7 +659,7 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     if (mvrt_op_storage16(p) < 0) {
         snprintf(msg, msg_n, "op kind %d: 16-bit storage fields must hold 0, MVRT_STORAGE16_BF16 or "
                              "MVRT_STORAGE16_F16, one type per op, matching a bf16 / fp16 math", p->kind);
-        return MVRT_GPU_OP_TOO_LARGE; /* reported as UNSUPPORTED with msg */
+        return MVRT_GPU_OP_UNSUPPORTED;
     }
     switch (p->kind) {
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;

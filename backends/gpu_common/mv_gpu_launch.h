@@ -130,7 +130,7 @@ typedef struct mvrt_gpu_op_ctx {
 /* Results of mvrt_gpu_op_run. */
 enum {
     MVRT_GPU_OP_OK = 0,
-    MVRT_GPU_OP_UNSUPPORTED = 1, /* unknown kind */
+    MVRT_GPU_OP_UNSUPPORTED = 1, /* unknown kind or form (msg says why when set) */
     MVRT_GPU_OP_NO_SCRATCH = 2,  /* scratch needed but NULL */
     MVRT_GPU_OP_LAUNCH = 3,      /* a launch failed: *out_err holds the vendor error */
     MVRT_GPU_OP_BLAS = 4,        /* the vendor BLAS failed: msg says how */

@@ -35,13 +35,9 @@ __attribute__((target("avx,f16c"))) static void f16_narrow_f16c(const float *x, 
     for (; c < n; c++)
         y[c] = mvrt_f32_to_f16(x[c]);
 }
-static int have_f16c(void)
-{
-    static int known = -1;
-    if (known < 0)
-        known = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-    return known;
-}
+/* __builtin_cpu_supports reads a table filled when the program loads:
+ * cheap, and no cache of ours for graphs on several threads to race on */
+static int have_f16c(void) { return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx"); }
 #else
 static int have_f16c(void) { return 0; }
 #endif

@@ -180,6 +180,20 @@ static inline bool window_fits(const mvrt_window_params_t &p)
     return hp <= INT32_MAX / 2 && wp <= INT32_MAX / 2 && hp * wp <= INT32_MAX - 64;
 }
 
+/* The 16-bit map forms of type T16: 8 channels per thread where
+ * window_vec8 holds, else one. */
+template <int T16>
+static inline void launch_window16(const mvrt_window_params_t &p, bool reverse, int64_t npos, mvrt_gpu_stream_t s)
+{
+    const bool vec8 = window_vec8(p, npos);
+    const int64_t blocks = (p.batch * npos * (vec8 ? p.channels / 8 : p.channels) + 255) / 256;
+    const unsigned grid = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
+    if (vec8 && reverse) window_nhwc16_vec8_kernel<true, T16><<<grid, 256, 0, s>>>(p);
+    else if (vec8) window_nhwc16_vec8_kernel<false, T16><<<grid, 256, 0, s>>>(p);
+    else if (reverse) window_nhwc16_kernel<true, T16><<<grid, 256, 0, s>>>(p);
+    else window_nhwc16_kernel<false, T16><<<grid, 256, 0, s>>>(p);
+}
+
 /* p must satisfy window_fits. */
 static inline mvrt_gpu_error_t launch_window(const mvrt_window_params_t &p, bool reverse, mvrt_gpu_stream_t s)
 {
@@ -189,28 +203,9 @@ static inline mvrt_gpu_error_t launch_window(const mvrt_window_params_t &p, bool
     const int64_t ctiles = (p.channels + 31) / 32;
     dim3 grid((unsigned)((npos + 31) / 32), (unsigned)(ctiles < 65535 ? ctiles : 65535),
               (unsigned)(p.batch < 65535 ? p.batch : 65535));
-    if (p.map_nhwc16 && window_vec8(p, npos)) {
-        const int64_t blocks = (p.batch * npos * (p.channels / 8) + 255) / 256;
-        const unsigned g8 = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
-        if (p.map_nhwc16 == MVRT_STORAGE16_F16) {
-            if (reverse) window_nhwc16_vec8_kernel<true, MVRT_STORAGE16_F16><<<g8, 256, 0, s>>>(p);
-            else window_nhwc16_vec8_kernel<false, MVRT_STORAGE16_F16><<<g8, 256, 0, s>>>(p);
-        } else {
-            if (reverse) window_nhwc16_vec8_kernel<true, MVRT_STORAGE16_BF16><<<g8, 256, 0, s>>>(p);
-            else window_nhwc16_vec8_kernel<false, MVRT_STORAGE16_BF16><<<g8, 256, 0, s>>>(p);
-        }
-        return mvrt_gpu_get_last_error();
-    }
     if (p.map_nhwc16) {
-        const int64_t total = p.batch * npos * p.channels, blocks = (total + 255) / 256;
-        const unsigned grid16 = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
-        if (p.map_nhwc16 == MVRT_STORAGE16_F16) {
-            if (reverse) window_nhwc16_kernel<true, MVRT_STORAGE16_F16><<<grid16, 256, 0, s>>>(p);
-            else window_nhwc16_kernel<false, MVRT_STORAGE16_F16><<<grid16, 256, 0, s>>>(p);
-        } else {
-            if (reverse) window_nhwc16_kernel<true, MVRT_STORAGE16_BF16><<<grid16, 256, 0, s>>>(p);
-            else window_nhwc16_kernel<false, MVRT_STORAGE16_BF16><<<grid16, 256, 0, s>>>(p);
-        }
+        if (p.map_nhwc16 == MVRT_STORAGE16_F16) launch_window16<MVRT_STORAGE16_F16>(p, reverse, npos, s);
+        else launch_window16<MVRT_STORAGE16_BF16>(p, reverse, npos, s);
         return mvrt_gpu_get_last_error();
     }
     dim3 block(32, 8);
