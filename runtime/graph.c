@@ -224,7 +224,8 @@ static int backend_takes(mvrt_backend_t *be, const mvrt_op_params_t *op)
 /* 16-bit math (bf16, fp16) on a backend that takes the 16-bit storage op
  * forms of that type (every backend now; the CPU with fp32 math through
  * scratch): activations read only by a 16-bit GEMM (the LayerNorm outputs
- * before in_proj / qkv / fc1, the MLP hidden) are stored in 16 bits by
+ * before in_proj / qkv / fc1, the MLP hidden) or by a 16-bit attention
+ * that the backend takes (q, k, v and its output) are stored in 16 bits by
  * their producers, which saves a rounding pass over each of them on GPUs
  * and makes the CPU's 16-bit graph round the same activations. Asked once
  * per graph, through op_scratch_size, leaving the thread's message as it
@@ -510,16 +511,26 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     float *T = slot(b, SLOT_T, M * C);
     float *QKV = slot(b, SLOT_BIG, M * 3 * C);
     const int s16 = store16(b);
-    op_norm_dense(b, M, 3 * C, C, X_in, T, QKV, p, "norm1", "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE,
-                  s16 ? DENSE_A16 : 0);
     mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
     mvrt_attention_params_t *a = &op.u.attention;
     a->batch = Bw, a->length = L, a->heads = heads, a->head_dim = (int)(C / heads);
     a->scale = (float)(1.0 / sqrt((double)a->head_dim));
     a->qkv = QKV, a->out = T;
     a->math = b->g->opt.math;
+    /* q, k, v and the attention output in 16 bits where the backend's
+     * attention takes them (then only 16-bit kernels touch them: the qkv
+     * GEMM writes them, the proj GEMM reads the output); plan and emit ask
+     * the same */
+    if (s16) {
+        a->qkv16 = a->out16 = s16;
+        if (!backend_takes(b->g->backend, &op))
+            a->qkv16 = a->out16 = 0;
+    }
+    const int io16 = a->qkv16 != 0;
+    op_norm_dense(b, M, 3 * C, C, X_in, T, QKV, p, "norm1", "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE,
+                  s16 ? DENSE_A16 | (io16 ? DENSE_Y16 : 0) : 0);
     add_op(b, &op);
-    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, X_in, 0);
+    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, X_in, io16 ? DENSE_A16 : 0);
     emit_mlp(b, p, M, C, X);
 }
 

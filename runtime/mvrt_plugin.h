@@ -27,10 +27,11 @@ extern "C" {
  * linear's bf16 weights (b16) and the scan's complex A (complex_a),
  * which an older plugin would read as floats or real A. 5: the 16-bit
  * storage fields hold a type (MVRT_STORAGE16_BF16 / _F16) instead of 1,
- * and math MVRT_MATH_FP16; an older plugin would read fp16 as bf16. The
- * entry symbol keeps its name; the runtime passes its ABI version and
+ * and math MVRT_MATH_FP16; an older plugin would read fp16 as bf16. 6:
+ * attention's 16-bit qkv and output (qkv16, out16), which an older plugin
+ * would read as floats. The entry symbol keeps its name; the runtime passes its ABI version and
  * checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 5u
+#define MVRT_PLUGIN_ABI_VERSION 6u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

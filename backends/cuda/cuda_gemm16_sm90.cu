@@ -142,7 +142,11 @@ constexpr int64_t kLongK = 1024;
  *   fc2  12544x640x2560 +bias +R    0.084         0.120         0.108            0.068
  *   qkv  12544x1920x640 +bias       0.080         0.072         0.083            0.058
  *
- * So: the MLP hidden (bf16, bias + GELU) on 128x256 tiles; float outputs
+ * So: the MLP hidden (bf16, bias + GELU) on 128x256 tiles, and so q, k, v
+ * where attention takes them in 16 bits (bias only; cuBLAS writing them
+ * and a second pass adding the bias took 0.233 ms per call at
+ * MambaVision-B's 50176x1536x512 and 0.128 at T's 50176x960x320, this
+ * kernel 0.141 and 0.072, H200, session 35); float outputs
  * with a long K (fc2) on cooperative 128x128, with a short K on pingpong
  * 128x128 (its epilogue overlaps the other warp group's products). Pingpong
  * 64x128 was slower on every shape. A product with no epilogue, or only
@@ -154,12 +158,17 @@ constexpr int64_t kLongK = 1024;
  * same tiles (the operands' width and the instruction shapes are bf16's). */
 template <class AB> struct kernels {
     using hidden_gelu = coop_128x256<AB, AB, void, th::GELU>;
+    using out16_bias = coop_128x256<AB, AB, void, th::Identity>;
     using float_long_k = coop_128x128<AB, float, float, th::Identity>;
     using float_short_k = ping_128x128<AB, float, float, th::Identity>;
-    static bool loads() { return hidden_gelu::loads() && float_long_k::loads() && float_short_k::loads(); }
+    static bool loads()
+    {
+        return hidden_gelu::loads() && out16_bias::loads() && float_long_k::loads() && float_short_k::loads();
+    }
     static int run(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
     {
-        if (g->y16) return hidden_gelu::run(s, g, "sm90 128x256", msg, msg_n);
+        if (g->y16 && g->act == MVRT_ACT_GELU_ERF) return hidden_gelu::run(s, g, "sm90 128x256 GELU", msg, msg_n);
+        if (g->y16) return out16_bias::run(s, g, "sm90 128x256", msg, msg_n);
         if (g->K >= kLongK) return float_long_k::run(s, g, "sm90 128x128", msg, msg_n);
         return float_short_k::run(s, g, "sm90 pingpong 128x128", msg, msg_n);
     }
@@ -168,9 +177,9 @@ bool takes(const mvrt_gpu_gemm16_t *g)
 {
     /* at least one wave of 128 x 128 output tiles */
     if (((g->M + 127) / 128) * ((g->N + 127) / 128) < g->sm_count) return false;
-    /* 16-bit Y (of the operands' type): the MLP hidden only; float Y: an
-     * epilogue beyond Y += product */
-    const bool act_ok = g->y16 ? g->act == MVRT_ACT_GELU_ERF && !g->R
+    /* 16-bit Y (of the operands' type): the MLP hidden (bias + GELU) or
+     * q, k, v (bias); float Y: an epilogue beyond Y += product */
+    const bool act_ok = g->y16 ? (g->act == MVRT_ACT_GELU_ERF || (g->act == MVRT_ACT_NONE && g->bias)) && !g->R
                                   : g->act == MVRT_ACT_NONE && (g->bias || (g->R && g->R != g->Y));
     /* TMA: 16-byte aligned bases and row strides; int sizes */
     const int ysize = g->y16 ? 2 : 4;

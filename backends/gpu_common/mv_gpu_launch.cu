@@ -606,6 +606,8 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
     if (p->kind == MVRT_OP_CONV2D && conv_nhwc16(p->u.conv2d)) return conv_nhwc16_takes(p->u.conv2d, ctx);
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16) return linear_b16_takes(p->u.linear, ctx);
+    if (p->kind == MVRT_OP_ATTENTION && (p->u.attention.qkv16 || p->u.attention.out16))
+        return attention_io16_takes(p->u.attention, ctx->mma16 != 0);
     if (p->kind == MVRT_OP_MLP) {
 #if defined(MVRT_GPU_CUDA)
         const mlp_plan pl = mlp_plan_ctx(p->u.mlp, ctx);
@@ -665,7 +667,14 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, ctx->sm_count, s); break;
-    case MVRT_OP_ATTENTION: e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma16 != 0, ctx->staged_attention != 0,
+    case MVRT_OP_ATTENTION:
+        if ((p->u.attention.qkv16 || p->u.attention.out16) && !attention_io16_takes(p->u.attention, ctx->mma16 != 0)) {
+            snprintf(msg, msg_n, "attention: 16-bit qkv / output need both fields set, bf16 / fp16 math, the 16-bit "
+                                 "tensor-core kernels (NVIDIA sm_80+ code), length <= %d and head_dim <= 64",
+                     MVRT_ATT16_MAXL);
+            return MVRT_GPU_OP_UNSUPPORTED;
+        }
+        e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma16 != 0, ctx->staged_attention != 0,
                                                      ctx->mma_tf32x3 != 0,
                                                      ctx->split_attention != 0, s); break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);

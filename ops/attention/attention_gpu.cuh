@@ -26,6 +26,7 @@
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
 #include "../common/gpu_mma_tf32.cuh"
+#include "../common/gpu_mma16.cuh"
 #include <math.h>
 #include <stdint.h>
 #if defined(MVRT_GPU_CUDA)
@@ -246,33 +247,6 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
 #endif
 
 #ifdef MVRT_ATT_MMA_DEVICE
-/* two floats -> two 16-bit values of type T16 (bf16: MVRT_STORAGE16_BF16,
- * fp16: MVRT_STORAGE16_F16; round to nearest even) in one 32-bit word, lo
- * first: mvrt_h16x2 in one cvt instruction (P is packed in the inner loop) */
-template <int T16> static __device__ __forceinline__ uint32_t att_pack(float lo, float hi)
-{
-    uint32_t r;
-    if constexpr (T16 == MVRT_STORAGE16_F16)
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    else
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-/* c += a b on mma.sync m16n8k16 with 16-bit operands of type T16 */
-template <int T16>
-static __device__ __forceinline__ void att_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    if constexpr (T16 == MVRT_STORAGE16_F16)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                     "{%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                     "{%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 /* Four consecutive columns [4 k4, 4 k4 + 4) of one row, zeros past d. */
 static __device__ __forceinline__ float4 att_load4(const float *row, int k4, int d, bool vec4)
 {
@@ -408,8 +382,8 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
             for (int u = 0; u < PER; u++) {
                 const int idx = t + u * 128, r = idx / C4, k4 = idx - r * C4;
-                Qs[(r * QS) / 2 + 2 * k4] = att_pack<T16>(v[u].x * qscale, v[u].y * qscale);
-                Qs[(r * QS) / 2 + 2 * k4 + 1] = att_pack<T16>(v[u].z * qscale, v[u].w * qscale);
+                Qs[(r * QS) / 2 + 2 * k4] = mvrt_pack16x2<T16>(v[u].x * qscale, v[u].y * qscale);
+                Qs[(r * QS) / 2 + 2 * k4 + 1] = mvrt_pack16x2<T16>(v[u].z * qscale, v[u].w * qscale);
             }
         }
         __syncthreads();
@@ -444,18 +418,18 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
                 for (int u = 0; u < PK; u++) {
                     const int idx = t + u * 128, j = idx / C4, k4 = idx - j * C4;
-                    Ks[(j * KST) / 2 + 2 * k4] = att_pack<T16>(kv[u].x, kv[u].y);
-                    Ks[(j * KST) / 2 + 2 * k4 + 1] = att_pack<T16>(kv[u].z, kv[u].w);
+                    Ks[(j * KST) / 2 + 2 * k4] = mvrt_pack16x2<T16>(kv[u].x, kv[u].y);
+                    Ks[(j * KST) / 2 + 2 * k4 + 1] = mvrt_pack16x2<T16>(kv[u].z, kv[u].w);
                 }
                 uint32_t *Vt32 = reinterpret_cast<uint32_t *>(Vt);
 #pragma unroll
                 for (int u = 0; u < PV; u++) {
                     const int idx = t + u * 128, jp = idx / C4, k4 = idx - jp * C4;
                     const int k = 4 * k4;
-                    Vt32[((k + 0) * VST) / 2 + jp] = att_pack<T16>(va[u].x, vb[u].x);
-                    Vt32[((k + 1) * VST) / 2 + jp] = att_pack<T16>(va[u].y, vb[u].y);
-                    Vt32[((k + 2) * VST) / 2 + jp] = att_pack<T16>(va[u].z, vb[u].z);
-                    Vt32[((k + 3) * VST) / 2 + jp] = att_pack<T16>(va[u].w, vb[u].w);
+                    Vt32[((k + 0) * VST) / 2 + jp] = mvrt_pack16x2<T16>(va[u].x, vb[u].x);
+                    Vt32[((k + 1) * VST) / 2 + jp] = mvrt_pack16x2<T16>(va[u].y, vb[u].y);
+                    Vt32[((k + 2) * VST) / 2 + jp] = mvrt_pack16x2<T16>(va[u].z, vb[u].z);
+                    Vt32[((k + 3) * VST) / 2 + jp] = mvrt_pack16x2<T16>(va[u].w, vb[u].w);
                 }
             }
             __syncthreads();
@@ -467,7 +441,7 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
                 sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.f;
                 const uint32_t *kr = Ks + ((nb * 8 + g) * KST) / 2 + c;
 #pragma unroll
-                for (int kk = 0; kk < DP / 16; kk++) att_mma<T16>(sc[nb], qa[kk], kr[kk * 8], kr[kk * 8 + 4]);
+                for (int kk = 0; kk < DP / 16; kk++) mvrt_mma16816<T16>(sc[nb], qa[kk], kr[kk * 8], kr[kk * 8 + 4]);
             }
             /* ---- online softmax, rows g and g + 8 (key kt0 < L exists) */
             att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
@@ -476,14 +450,14 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
             for (int kc = 0; kc < TK / 16; kc++) {
                 if (kt0 + kc * 16 >= L) break; /* whole chunk past L: P is 0 there */
-                const uint32_t pa[4] = {att_pack<T16>(sc[2 * kc][0], sc[2 * kc][1]),
-                                        att_pack<T16>(sc[2 * kc][2], sc[2 * kc][3]),
-                                        att_pack<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                        att_pack<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                const uint32_t pa[4] = {mvrt_pack16x2<T16>(sc[2 * kc][0], sc[2 * kc][1]),
+                                        mvrt_pack16x2<T16>(sc[2 * kc][2], sc[2 * kc][3]),
+                                        mvrt_pack16x2<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                        mvrt_pack16x2<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
 #pragma unroll
                 for (int j = 0; j < DP / 8; j++) {
                     const uint32_t *vr = Vt32 + ((j * 8 + g) * VST) / 2 + kc * 8 + c;
-                    att_mma<T16>(o[j], pa, vr[0], vr[4]);
+                    mvrt_mma16816<T16>(o[j], pa, vr[0], vr[4]);
                 }
             }
         }
@@ -580,8 +554,8 @@ __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged
                     if (r0 < L) a = *reinterpret_cast<const float2 *>(base + r0 * ld + k);
                     if (r0 + 8 < L) a8 = *reinterpret_cast<const float2 *>(base + (r0 + 8) * ld + k);
                 }
-                qa[kk][2 * hi] = att_pack<T16>(a.x * qscale, a.y * qscale);
-                qa[kk][2 * hi + 1] = att_pack<T16>(a8.x * qscale, a8.y * qscale);
+                qa[kk][2 * hi] = mvrt_pack16x2<T16>(a.x * qscale, a.y * qscale);
+                qa[kk][2 * hi + 1] = mvrt_pack16x2<T16>(a8.x * qscale, a8.y * qscale);
             }
         }
         asm volatile("cp.async.wait_group 0;\n" ::: "memory");
@@ -604,7 +578,7 @@ __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged
                     for (int kk = 0; kk < DP / 16; kk++) {
                         const float2 k0 = *reinterpret_cast<const float2 *>(kr + kk * 16);
                         const float2 k1 = *reinterpret_cast<const float2 *>(kr + kk * 16 + 8);
-                        att_mma<T16>(sc[nb], qa[kk], att_pack<T16>(k0.x, k0.y), att_pack<T16>(k1.x, k1.y));
+                        mvrt_mma16816<T16>(sc[nb], qa[kk], mvrt_pack16x2<T16>(k0.x, k0.y), mvrt_pack16x2<T16>(k1.x, k1.y));
                     }
                 }
                 att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
@@ -612,16 +586,16 @@ __global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged
 #pragma unroll
                 for (int kc = 0; kc < 4; kc++) {
                     if (kt0 + kc * 16 >= L) break;
-                    const uint32_t pa[4] = {att_pack<T16>(sc[2 * kc][0], sc[2 * kc][1]),
-                                            att_pack<T16>(sc[2 * kc][2], sc[2 * kc][3]),
-                                            att_pack<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                            att_pack<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                    const uint32_t pa[4] = {mvrt_pack16x2<T16>(sc[2 * kc][0], sc[2 * kc][1]),
+                                            mvrt_pack16x2<T16>(sc[2 * kc][2], sc[2 * kc][3]),
+                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
                     const float *vr = Vsm + (kt0 + kc * 16 + 2 * c) * VS + g;
 #pragma unroll
                     for (int j = 0; j < DJ_MAX; j++) {
                         if (j >= DJ) break;
                         const float *v = vr + j * 8;
-                        att_mma<T16>(o[j], pa, att_pack<T16>(v[0], v[VS]), att_pack<T16>(v[8 * VS], v[9 * VS]));
+                        mvrt_mma16816<T16>(o[j], pa, mvrt_pack16x2<T16>(v[0], v[VS]), mvrt_pack16x2<T16>(v[8 * VS], v[9 * VS]));
                     }
                 }
             }
@@ -651,6 +625,278 @@ static cudaError_t launch_attention_staged_dp(const mvrt_attention_params_t &p, 
     const dim3 grid((unsigned)blocks, (unsigned)p.heads, (unsigned)(p.batch < 65535 ? p.batch : 65535));
     kernel<<<grid, 32 * warps, att_staged_smem<DP>(p.length), s>>>(p);
     return cudaGetLastError();
+}
+#endif
+
+/* ---- 16-bit in, 16-bit out: the graph's 16-bit attention (NVIDIA sm_80+ code) ----
+ * qkv16 and out16 set: q, k and v arrive as the 16-bit values the qkv
+ * linear stored, and the output leaves as 16-bit values for the proj
+ * linear, so no fp32 copy of either is made and no kernel converts K or V
+ * while it multiplies (what bound attention_mma_staged_kernel: SM 49 %,
+ * memory 38 %). One block takes 16 W queries of one (batch, head) and
+ * copies that head's whole K and V (L <= MVRT_ATT16_MAXL keys) into shared
+ * memory as they are (cp.async, 16 bytes at a time where head_dim % 8 == 0
+ * and the rows are 16-byte aligned; element by element otherwise), half
+ * the bytes of the fp32 staging. The warps then run the flash loop of
+ * attention_mma_kernel over 64 keys at a time: K fragments by ldmatrix,
+ * V fragments by ldmatrix.trans (no transposed copy), S = Q K^T and
+ * O += P V on mma.sync m16n8k16 with fp32 accumulation, the softmax in fp32
+ * on S times scale * log2 e (the scores are scaled in fp32, not q in 16
+ * bits). Q's A fragments come straight from global memory. Rows are
+ * DP + 8 values apart, so the 8 rows of an ldmatrix matrix hit 8 distinct
+ * 16-byte bank groups for DP 16..64. Columns [d, DP) and rows [L, 16
+ * ceil(L / 16)) of K and V are zeroed: the products read them. Each output
+ * is rounded to 16 bits once, after the normalization. */
+#define MVRT_ATT16_MAXL 256 /* longest sequence staged whole */
+#define MVRT_ATT16_MAXW 8   /* warps per block at most */
+template <int DP>
+static inline size_t att16_smem(int64_t L)
+{
+    return (size_t)att_staged_rows(L) * 2u * (size_t)(DP + 8) * sizeof(uint16_t);
+}
+/* The forms attention_io16_kernel serves (mma16: the context's sm_80+
+ * tensor-core kernels run). */
+static inline bool attention_io16_takes(const mvrt_attention_params_t &p, bool mma16)
+{
+    const bool math16 = p.math == MVRT_MATH_BF16 || p.math == MVRT_MATH_FP16;
+    return mma16 && math16 && p.qkv16 && p.out16 && p.head_dim <= 64 && p.length <= MVRT_ATT16_MAXL &&
+           p.heads <= 65535;
+}
+
+#ifdef MVRT_ATT_MMA_DEVICE
+/* four 8x8 matrices of 16-bit values from shared memory (lanes 8 i .. 8 i
+ * + 7 give the row addresses of matrix i); trans: each transposed */
+static __device__ __forceinline__ void att_ldsm4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+static __device__ __forceinline__ void att_ldsm4_trans(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+/* columns k, k + 1 of a 16-bit row as one word (zeros at or past d);
+ * pair: d is even and the rows are 4-byte aligned */
+static __device__ __forceinline__ uint32_t att_pair16(const uint16_t *row, int k, int d, bool pair)
+{
+    if (pair) return k < d ? *reinterpret_cast<const uint32_t *>(row + k) : 0u;
+    const uint32_t lo = k < d ? row[k] : 0u, hi = k + 1 < d ? row[k + 1] : 0u;
+    return lo | hi << 16;
+}
+template <int T16>
+static __device__ __forceinline__ void att_store_pair16(uint16_t *row, int k, int d, bool pair, float lo, float hi)
+{
+    if (pair) {
+        if (k < d) *reinterpret_cast<uint32_t *>(row + k) = mvrt_pack16x2<T16>(lo, hi);
+        return;
+    }
+    if (k < d) row[k] = mvrt_f32_to_h16<T16>(lo);
+    if (k + 1 < d) row[k + 1] = mvrt_f32_to_h16<T16>(hi);
+}
+#endif
+
+/* vec8: head_dim % 8 == 0 and qkv 16-byte aligned (then every K and V row
+ * piece is); pair: head_dim even and qkv, out 4-byte aligned. */
+template <int DP, int T16>
+__global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
+    attention_io16_kernel(mvrt_attention_params_t p, bool vec8, bool pair)
+{
+#ifdef MVRT_ATT_MMA_DEVICE
+    constexpr int RS = DP + 8, NJ = DP / 8;
+    extern __shared__ __align__(16) uint16_t att16_buf[];
+    const int d = p.head_dim, DJ = (d + 7) / 8;
+    const int64_t L = p.length, LR = att_staged_rows(L);
+    uint16_t *Ksm = att16_buf, *Vsm = att16_buf + LR * RS;
+    const int64_t C = (int64_t)p.heads * d, ld = 3 * C;
+    const int t = threadIdx.x, nthreads = blockDim.x, warp = t >> 5, lane = t & 31, g = lane >> 2, c = lane & 3;
+    const int h = blockIdx.y;
+    const int64_t q0 = (int64_t)blockIdx.x * (nthreads / 2) + warp * 16; /* the warp's first query */
+    const int64_t r0 = q0 + g;
+    const float qscale = p.scale * MVRT_ATT_LOG2E;
+    /* ldmatrix row addresses of this lane (matrix mi = lane / 8, row mr):
+     * K: keys 8 (mi / 2) + mr, columns 8 (mi % 2) -> b0, b1 of two key blocks;
+     * V: keys 8 (mi % 2) + mr, columns 8 (mi / 2) -> b0, b1 of two column blocks */
+    const int mi = lane >> 3, mr = lane & 7;
+    const uint32_t k_lane = (uint32_t)__cvta_generic_to_shared(Ksm + (8 * (mi >> 1) + mr) * RS + 8 * (mi & 1));
+    const uint32_t v_lane = (uint32_t)__cvta_generic_to_shared(Vsm + (8 * (mi & 1) + mr) * RS + 8 * (mi >> 1));
+
+    for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
+        const uint16_t *base = reinterpret_cast<const uint16_t *>(p.qkv) + b * L * ld + (int64_t)h * d;
+        /* ---- K and V of this head -> shared memory, all copies in
+         * flight at once (one commit group per 64-key tile, the warps
+         * starting on the first while the others land, measured slower:
+         * 0.171 -> 0.194 ms per MambaVision-T stage-3 call, 122 registers
+         * and a barrier per tile) */
+        if (vec8) {
+            const int C8 = d / 8;
+            for (int64_t idx = t; idx < L * C8; idx += nthreads) {
+                const int64_t r = idx / C8;
+                const int k8 = (int)(idx - r * C8);
+                const uint16_t *src = base + r * ld + 8 * k8;
+                const uint32_t sk = (uint32_t)__cvta_generic_to_shared(Ksm + r * RS + 8 * k8);
+                const uint32_t sv = (uint32_t)__cvta_generic_to_shared(Vsm + r * RS + 8 * k8);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sk), "l"(src + C) : "memory");
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sv), "l"(src + 2 * C) : "memory");
+            }
+            asm volatile("cp.async.commit_group;\n" ::: "memory");
+        } else {
+            /* element by element (odd head_dim, unaligned heads): G loads
+             * of K and of V in flight per thread before any is stored */
+            constexpr int G = 8;
+            const int64_t n = L * d;
+            for (int64_t i0 = t; i0 < n; i0 += (int64_t)G * nthreads) {
+                uint16_t kv[G], vv[G];
+                int64_t at[G];
+#pragma unroll
+                for (int u = 0; u < G; u++) {
+                    const int64_t idx = i0 + (int64_t)u * nthreads;
+                    const int64_t r = idx / d, k = idx - r * d;
+                    at[u] = r * RS + k;
+                    kv[u] = idx < n ? base[r * ld + C + k] : (uint16_t)0;
+                    vv[u] = idx < n ? base[r * ld + 2 * C + k] : (uint16_t)0;
+                }
+#pragma unroll
+                for (int u = 0; u < G; u++) {
+                    if (i0 + (int64_t)u * nthreads < n) {
+                        Ksm[at[u]] = kv[u];
+                        Vsm[at[u]] = vv[u];
+                    }
+                }
+            }
+        }
+        /* zeros that the products read where no copy writes (disjoint from the copies) */
+        for (int64_t idx = t; idx < LR * (DP - d); idx += nthreads) {
+            const int64_t r = idx / (DP - d);
+            const int k = d + (int)(idx - r * (DP - d));
+            Ksm[r * RS + k] = 0;
+            Vsm[r * RS + k] = 0;
+        }
+        for (int64_t idx = t; idx < (LR - L) * d; idx += nthreads) {
+            const int64_t r = L + idx / d;
+            const int k = (int)(idx % d);
+            Ksm[r * RS + k] = 0;
+            Vsm[r * RS + k] = 0;
+        }
+        /* ---- Q: this lane's A fragments (rows r0, r0 + 8), from global */
+        uint32_t qa[DP / 16][4];
+        const uint16_t *qr0 = base + r0 * ld, *qr1 = base + (r0 + 8) * ld;
+#pragma unroll
+        for (int kk = 0; kk < DP / 16; kk++) {
+#pragma unroll
+            for (int hi = 0; hi < 2; hi++) { /* columns 16 kk + 2 c (+ 8 for hi) */
+                const int k = kk * 16 + 2 * c + 8 * hi;
+                qa[kk][2 * hi] = r0 < L ? att_pair16(qr0, k, d, pair) : 0u;
+                qa[kk][2 * hi + 1] = r0 + 8 < L ? att_pair16(qr1, k, d, pair) : 0u;
+            }
+        }
+        if (vec8) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads();
+
+        if (q0 < L) { /* warp-uniform */
+            float o[NJ][4];
+#pragma unroll
+            for (int j = 0; j < NJ; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+            float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+            for (int64_t kt0 = 0; kt0 < L; kt0 += 64) {
+                /* ---- S = Q K^T for 16 queries x 64 keys, pairs of 8-key
+                 * blocks (a pair starting at or past L skipped: masked) */
+                float sc[8][4];
+                const uint32_t k_tile = k_lane + (uint32_t)(kt0 * RS * 2);
+#pragma unroll
+                for (int np = 0; np < 4; np++) {
+#pragma unroll
+                    for (int u = 0; u < 4; u++) sc[2 * np][u] = sc[2 * np + 1][u] = 0.f;
+                    if (kt0 + np * 16 >= L) continue;
+#pragma unroll
+                    for (int kk = 0; kk < DP / 16; kk++) {
+                        uint32_t kb[4];
+                        att_ldsm4(kb, k_tile + (uint32_t)((np * 16 * RS + kk * 16) * 2));
+                        mvrt_mma16816<T16>(sc[2 * np], qa[kk], kb[0], kb[1]);
+                        mvrt_mma16816<T16>(sc[2 * np + 1], qa[kk], kb[2], kb[3]);
+                    }
+                }
+#pragma unroll
+                for (int nb = 0; nb < 8; nb++) {
+                    sc[nb][0] *= qscale; sc[nb][1] *= qscale; sc[nb][2] *= qscale; sc[nb][3] *= qscale;
+                }
+                att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
+                /* ---- O += P V over the chunks of 16 keys below L */
+                const uint32_t v_tile = v_lane + (uint32_t)(kt0 * RS * 2);
+#pragma unroll
+                for (int kc = 0; kc < 4; kc++) {
+                    if (kt0 + kc * 16 >= L) break;
+                    const uint32_t pa[4] = {mvrt_pack16x2<T16>(sc[2 * kc][0], sc[2 * kc][1]),
+                                            mvrt_pack16x2<T16>(sc[2 * kc][2], sc[2 * kc][3]),
+                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+#pragma unroll
+                    for (int jp = 0; jp < NJ / 2; jp++) {
+                        if (2 * jp >= DJ) break;
+                        uint32_t vb[4];
+                        att_ldsm4_trans(vb, v_tile + (uint32_t)((kc * 16 * RS + jp * 16) * 2));
+                        mvrt_mma16816<T16>(o[2 * jp], pa, vb[0], vb[1]);
+                        mvrt_mma16816<T16>(o[2 * jp + 1], pa, vb[2], vb[3]);
+                    }
+                }
+            }
+            /* ---- the quad's row sums, then each output rounded once */
+#pragma unroll
+            for (int x = 1; x < 4; x <<= 1) {
+                l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
+                l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
+            }
+            const float i0 = 1.f / l0, i1 = 1.f / l1;
+            uint16_t *out = reinterpret_cast<uint16_t *>(p.out) + b * L * C + (int64_t)h * d;
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int k = j * 8 + 2 * c;
+                if (r0 < L) att_store_pair16<T16>(out + r0 * C, k, d, pair, o[j][0] * i0, o[j][1] * i0);
+                if (r0 + 8 < L) att_store_pair16<T16>(out + (r0 + 8) * C, k, d, pair, o[j][2] * i1, o[j][3] * i1);
+            }
+        }
+        __syncthreads(); /* the next batch element restages K and V */
+    }
+#else
+    (void)p; (void)vec8; (void)pair;
+    mvrt_gpu_arch_missing();
+#endif
+}
+
+#if defined(MVRT_GPU_CUDA)
+/* Queues attention_io16_kernel<DP, T16>, opting in to more than 48 KB of
+ * shared memory only where this sequence needs it (op-by-op runs then pay
+ * no attribute call at MambaVision's d 40 windows). */
+template <int DP, int T16>
+static cudaError_t launch_attention_io16_dp(const mvrt_attention_params_t &p, cudaStream_t s)
+{
+    void (*kernel)(mvrt_attention_params_t, bool, bool) = attention_io16_kernel<DP, T16>;
+    const size_t smem = att16_smem<DP>(p.length);
+    if (smem > 48u * 1024u) {
+        const cudaError_t opt_in = mvrt_gpu_func_set_max_dyn_smem(kernel, (int)att16_smem<DP>(MVRT_ATT16_MAXL));
+        if (opt_in != cudaSuccess) return opt_in;
+    }
+    const int64_t q16 = (p.length + 15) / 16;                              /* 16-query groups */
+    const int64_t blocks = (q16 + MVRT_ATT16_MAXW - 1) / MVRT_ATT16_MAXW; /* per (batch, head) */
+    const int warps = (int)((q16 + blocks - 1) / blocks);                  /* balanced */
+    const dim3 grid((unsigned)blocks, (unsigned)p.heads, (unsigned)(p.batch < 65535 ? p.batch : 65535));
+    const uintptr_t qa = (uintptr_t)p.qkv, oa = (uintptr_t)p.out;
+    const bool vec8 = p.head_dim % 8 == 0 && (qa & 15u) == 0;
+    const bool pair = p.head_dim % 2 == 0 && (qa & 3u) == 0 && (oa & 3u) == 0;
+    kernel<<<grid, 32 * warps, smem, s>>>(p, vec8, pair);
+    return cudaGetLastError();
+}
+template <int T16>
+static cudaError_t launch_attention_io16(const mvrt_attention_params_t &p, cudaStream_t s)
+{
+    switch ((p.head_dim + 15) / 16) {
+    case 1: return launch_attention_io16_dp<16, T16>(p, s);
+    case 2: return launch_attention_io16_dp<32, T16>(p, s);
+    case 3: return launch_attention_io16_dp<48, T16>(p, s);
+    default: return launch_attention_io16_dp<64, T16>(p, s);
+    }
 }
 #endif
 
@@ -935,6 +1181,8 @@ static cudaError_t launch_attention_split_dp(const mvrt_attention_params_t &p, i
 #endif
 
 /* The kernel for each case:
+ *   16-bit qkv and output (qkv16, out16; sm_80+ code, L <= 256,
+ *     head_dim <= 64)    -> attention_io16_kernel (the graph's 16-bit modes)
  *   bf16 / fp16 math, staged (NVIDIA sm_90 code), head_dim % 4 == 0,
  *     aligned rows, L <= 256 -> attention_mma_staged_kernel (whole K, V in
  *                           shared memory; MambaVision's windows)
@@ -973,6 +1221,11 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
     const bool math16 = p.math == MVRT_MATH_BF16 || p.math == MVRT_MATH_FP16;
     const bool f16 = p.math == MVRT_MATH_FP16;
     if (p.batch <= 0 || p.length <= 0 || p.heads <= 0 || p.head_dim <= 0) return MVRT_GPU_SUCCESS;
+#if defined(MVRT_GPU_CUDA)
+    /* 16-bit qkv and output (mvrt_gpu_op_run refused the forms it does not serve) */
+    if (p.qkv16 || p.out16)
+        return f16 ? launch_attention_io16<MVRT_STORAGE16_F16>(p, s) : launch_attention_io16<MVRT_STORAGE16_BF16>(p, s);
+#endif
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
     const int64_t qtiles_ks = (p.length + MVRT_ATT_TQ / MVRT_ATT_KS - 1) / (MVRT_ATT_TQ / MVRT_ATT_KS);
     if (p.head_dim <= 64 && p.heads <= 65535 && qtiles_ks <= 0x7fffffff) {

@@ -180,7 +180,14 @@ typedef struct mvrt_dwconv1d_params {
  * softmax); every other
  * mode, and the CPU, compute with fp32 accuracy (on NVIDIA sm_80+ as 3xTF32
  * on tensor cores: each operand split into two TF32 parts, three products
- * summed in fp32). */
+ * summed in fp32).
+ * 16-bit storage (see MVRT_STORAGE16_*; bf16 / fp16 math of that type):
+ * qkv16 set: qkv holds 16-bit values (same layout and strides) instead of
+ * floats; out16 set: out holds 16-bit values, each rounded once from the
+ * fp32 result. A backend takes these forms only where it serves them
+ * (op_scratch_size answers UNSUPPORTED otherwise: CUDA with the 16-bit
+ * tensor-core kernels, L <= 256, head_dim <= 64, both fields set; the CPU
+ * through fp32 scratch, either field). */
 typedef struct mvrt_attention_params {
     int64_t batch, length;
     int heads, head_dim;
@@ -188,6 +195,7 @@ typedef struct mvrt_attention_params {
     const float *qkv;
     float *out;
     int math;             /* mvrt_math_mode_t */
+    int qkv16, out16;
 } mvrt_attention_params_t;
 
 /* 2-D convolution, NCHW, dense (groups 1), square kernel, zero padding:
@@ -330,6 +338,9 @@ static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
     case MVRT_OP_WINDOW_PARTITION:
     case MVRT_OP_WINDOW_REVERSE: f[0] = p->u.window.map_nhwc16; break;
     case MVRT_OP_AFFINE_AVGPOOL: f[0] = p->u.pool.x_nhwc16; break;
+    case MVRT_OP_ATTENTION:
+        f[0] = p->u.attention.qkv16, f[1] = p->u.attention.out16, math = p->u.attention.math;
+        break;
     default: return 0;
     }
     /* the type a 16-bit math fixes, else the first field's */

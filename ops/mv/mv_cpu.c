@@ -140,6 +140,11 @@ size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p)
         return round_up((size_t)(p->u.pool.batch * p->u.pool.channels * p->u.pool.spatial) * sizeof(float));
     if (p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y16)
         return round_up((size_t)(p->u.layernorm.rows * p->u.layernorm.cols) * sizeof(float));
+    if (p->kind == MVRT_OP_ATTENTION) { /* qkv, out as floats */
+        const mvrt_attention_params_t *a = &p->u.attention;
+        const size_t rows = (size_t)(a->batch * a->length), C = (size_t)a->heads * (size_t)a->head_dim;
+        return (a->qkv16 ? round_up(rows * 3 * C * sizeof(float)) : 0) + (a->out16 ? round_up(rows * C * sizeof(float)) : 0);
+    }
     if (p->kind == MVRT_OP_LINEAR) {
         const mvrt_linear_params_t *l = &p->u.linear;
         const size_t y = l->y16 ? round_up((size_t)(l->batch * l->M * l->N) * sizeof(float)) : 0;
@@ -258,6 +263,27 @@ static void conv2d_nhwc16(const mvrt_conv2d_params_t *p, char *scratch, int thre
         nchw_to_nhwc16(p->y_nhwc16, q.y, p->y, p->batch, p->out_channels, out_sp, threads);
 }
 
+/* Attention with 16-bit qkv and/or output through fp32 copies in
+ * scratch: the output rounded to 16 bits once. */
+static void attention_storage16(const mvrt_attention_params_t *p, char *scratch, int threads)
+{
+    mvrt_attention_params_t q = *p;
+    q.qkv16 = q.out16 = 0;
+    const int64_t rows = p->batch * p->length, C = (int64_t)p->heads * p->head_dim;
+    if (p->qkv16) {
+        float *qkv32 = (float *)(void *)scratch;
+        widen_rows(p->qkv16, (const uint16_t *)(const void *)p->qkv, 0, 3 * C, qkv32, 0, 3 * C, 1, rows, 3 * C,
+                   threads);
+        q.qkv = qkv32;
+        scratch += round_up((size_t)(rows * 3 * C) * sizeof(float));
+    }
+    if (p->out16)
+        q.out = (float *)(void *)scratch;
+    mvrt_cpu_attention(&q, threads);
+    if (p->out16)
+        narrow_rows(p->out16, q.out, 0, C, (uint16_t *)(void *)p->out, 0, C, 1, rows, C, threads);
+}
+
 static void window_nhwc16(const mvrt_window_params_t *p, int reverse, float *map32, int threads)
 {
     mvrt_window_params_t q = *p;
@@ -294,7 +320,12 @@ int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads)
             mvrt_cpu_linear(&p->u.linear, threads);
         return 0;
     case MVRT_OP_DWCONV1D_SILU: mvrt_cpu_dwconv1d_silu(&p->u.dwconv1d, threads); return 0;
-    case MVRT_OP_ATTENTION: mvrt_cpu_attention(&p->u.attention, threads); return 0;
+    case MVRT_OP_ATTENTION:
+        if (p->u.attention.qkv16 || p->u.attention.out16)
+            attention_storage16(&p->u.attention, (char *)scratch, threads);
+        else
+            mvrt_cpu_attention(&p->u.attention, threads);
+        return 0;
     case MVRT_OP_CONV2D:
         if (p->u.conv2d.x_nhwc16 || p->u.conv2d.y_nhwc16)
             conv2d_nhwc16(&p->u.conv2d, (char *)scratch, threads);

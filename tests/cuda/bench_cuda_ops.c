@@ -84,10 +84,19 @@ int main(int argc, char **argv)
     float *qkv = dalloc_rand(T * 3 * C), *ao = dalloc_rand(T * C);
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_ATTENTION;
-    p.u.attention = (mvrt_attention_params_t){B, L, 8, 40, 0.158113883f, qkv, ao, MVRT_MATH_FP32};
+    p.u.attention = (mvrt_attention_params_t){B, L, 8, 40, 0.158113883f, qkv, ao, MVRT_MATH_FP32, 0, 0};
     bench("attention b256 L196 h8 d40", &p, 4.0 * B * 8 * L * L * 40, 0);
     p.u.attention.batch = 64;
     bench("attention b64 L196 h8 d40", &p, 4.0 * 64 * 8 * L * L * 40, 0);
+    /* bf16 math: fp32 q, k, v and output, then the graph's 16-bit form
+     * (qkv16, out16; the buffers' bits read as bf16 values); the bytes
+     * moved by the 16-bit form (qkv read, out written) set its roofline */
+    p.u.attention.batch = B;
+    p.u.attention.math = MVRT_MATH_BF16;
+    bench("attention b256 L196 h8 d40 bf16", &p, 4.0 * B * 8 * L * L * 40, 0);
+    p.u.attention.qkv16 = p.u.attention.out16 = MVRT_STORAGE16_BF16;
+    bench("attention b256 L196 h8 d40 bf16 16-bit io", &p, 4.0 * B * 8 * L * L * 40, 0);
+    bench("attention b256 L196 h8 d40 bf16 16-bit io", &p, 0, 2.0 * (double)T * 4 * C);
 
     /* layernorm (T, 320) */
     memset(&p, 0, sizeof p);

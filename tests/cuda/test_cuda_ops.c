@@ -858,6 +858,96 @@ static int dev_takes(const mvrt_op_params_t *pd)
     return !vt->op_scratch_size || vt->op_scratch_size(dev, pd, &bytes) == MVRT_OK;
 }
 
+/* The graph's 16-bit attention (qkv16, out16; type g_t16): q, k, v are
+ * 16-bit numbers (the qkv GEMM's rounded output), the reference is the
+ * double attention of those same values; the device rounds P for the
+ * second product and the output once, so the bf16 cases' tolerance (3e-2,
+ * fp16 1.5e-2) plus one output rounding. Returns 1 when the device took
+ * the form; a declined form must be refused by op_run as well, with the
+ * output untouched. */
+static int case_attention_io16(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled)
+{
+    if (!selected(name)) return 0;
+    const int64_t C = (int64_t)heads * hd, nq = batch * L * 3 * C, no = batch * L * C;
+    float *qkv = malloc(sizeof(float) * (size_t)nq), *outh = malloc(sizeof(float) * (size_t)no);
+    if (!qkv || !outh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    for (int64_t i = 0; i < nq; i++) qkv[i] = (float)tu_uniform(-1.5, 1.5);
+    round16(qkv, nq);
+    buf16_t q16 = buf16_new(nq, qkv), o16 = buf16_new(no, NULL);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_ATTENTION;
+    mvrt_attention_params_t *a = &ph.u.attention;
+    a->batch = batch; a->length = L; a->heads = heads; a->head_dim = hd;
+    a->scale = (float)(1.0 / sqrt((double)hd));
+    a->qkv = qkv; a->out = outh;
+    pd = ph;
+    pd.u.attention.math = m16(MVRT_MATH_BF16);
+    pd.u.attention.qkv = (const float *)q16.d; pd.u.attention.out = (float *)o16.d;
+    pd.u.attention.qkv16 = pd.u.attention.out16 = g_t16;
+    const int taken = dev_takes(&pd);
+    if (taken) {
+        double *ref = ref_new(no);
+        if (!sampled) {
+            mvrt_ref_op_run(&ph, ref);
+        } else {
+            const int64_t bsel[3] = {0, batch / 2, batch - 1};
+            for (int i = 0; i < 3; i++) {
+                mvrt_op_params_t q = ph;
+                q.u.attention.batch = 1;
+                q.u.attention.qkv = qkv + bsel[i] * L * 3 * C;
+                q.u.attention.out = outh + bsel[i] * L * C;
+                mvrt_ref_op_run(&q, ref + bsel[i] * L * C);
+            }
+        }
+        run_dev(&pd);
+        const double t = g_t16 == MVRT_STORAGE16_F16 ? 1.5e-2 : 3e-2;
+        check16(name, &o16, ref, sampled, t + round16_atol(), t + round16_rtol());
+        free(ref);
+    } else {
+        /* op_run must refuse it and leave the output's bits as uploaded */
+        ran++;
+        const mvrt_status_t st = vt->op_run(dev, stream, &pd, NULL);
+        TU_CHECK(vt->stream_synchronize(dev, stream));
+        uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)o16.n);
+        if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+        TU_CHECK(vt->copy_d2h(dev, stream, bits, o16.d, sizeof(uint16_t) * (size_t)o16.n));
+        TU_CHECK(vt->stream_synchronize(dev, stream));
+        const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(bits, o16.h, sizeof(uint16_t) * (size_t)o16.n) == 0;
+        printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote its output)");
+        if (!ok) fails++;
+        free(bits);
+    }
+    free(qkv); free(outh);
+    buf16_free(&q16); buf16_free(&o16);
+    return taken;
+}
+
+/* The 16-bit attention cases; returns how many the device took (all of
+ * them but the last where it runs the sm_80+ tensor-core kernels: L 257
+ * is past the staged length). head_dim 4 / 20 (pair stores, no 16-byte
+ * copies), 40 / 64 / 8 / 16 (16-byte copies), 49 (MambaVision-L: odd,
+ * element by element), 1; L 1, 17, 77 (partial 64-key tiles), 196, 256
+ * (the most shared memory: d 64 needs the opt-in); batch 64 sampled. */
+#define ATT_IO16_TAKEN 11
+static int run_attention_io16_cases(void)
+{
+    int n = 0;
+    n += case_attention_io16("attention_io16_1x1x1x1", 1, 1, 1, 1, 0);
+    n += case_attention_io16("attention_io16_L1_d8", 2, 1, 3, 8, 0);
+    n += case_attention_io16("attention_io16_L17_d4", 2, 17, 2, 4, 0);
+    n += case_attention_io16("attention_io16_L77_h2_d20", 2, 77, 2, 20, 0);
+    n += case_attention_io16("attention_io16_L100_d16", 3, 100, 2, 16, 0);
+    n += case_attention_io16("attention_io16_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1);
+    n += case_attention_io16("attention_io16_mv_L196_h8_d64_b3", 3, 196, 8, 64, 0);
+    n += case_attention_io16("attention_io16_mv_L196_h16_d49", 2, 196, 16, 49, 0);
+    n += case_attention_io16("attention_io16_mv_L49_h16_d40_b5", 5, 49, 16, 40, 0);
+    n += case_attention_io16("attention_io16_L256_d64", 2, 256, 2, 64, 0);
+    n += case_attention_io16("attention_io16_L256_h3_d40", 1, 256, 3, 40, 0);
+    n += case_attention_io16("attention_io16_L257_d40_declined", 1, 257, 2, 40, 0);
+    return n;
+}
+
 /* A 3x3 conv (pad 1) in the 16-bit map form (g_t16): x a 16-bit NHWC map
  * (x16) or NCHW floats (the stem), y and the residual 16-bit NHWC maps,
  * the type's math. The reference: the NCHW double conv of the same float
@@ -1004,12 +1094,17 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 13
-#define NHWC16_SMALLK_CASES 1 /* conv16_stem_c3_s2_relu_b2 */
+#define NHWC16_CONV_CASES 18
+#define NHWC16_SMALLK_CASES 4 /* the conv16_stem_c1..3 cases */
 static int run_nhwc16_cases(void)
 {
     int taken = 0;
     taken += case_conv2d_nhwc16("conv16_stem_c3_s2_relu_b2", 2, 3, 64, 61, 32, 2, MVRT_ACT_RELU, 0, 0);
+    /* more stems (NCHW floats in, the direct kernel): 64 channels (B, S,
+     * L), one input channel at stride 1 with 48, two with 24 */
+    taken += case_conv2d_nhwc16("conv16_stem_c3_s2_64_b3", 3, 3, 37, 29, 64, 2, MVRT_ACT_RELU, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stem_c1_s1_48_gelut", 2, 1, 11, 13, 48, 1, MVRT_ACT_GELU_TANH, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stem_c2_s2_24", 2, 2, 9, 10, 24, 2, MVRT_ACT_NONE, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stem2_32to80_s2_relu", 3, 32, 32, 32, 80, 2, MVRT_ACT_RELU, 0, 1);
     taken += case_conv2d_nhwc16("conv16_56x56x80_gelut_b2", 2, 80, 56, 56, 80, 1, MVRT_ACT_GELU_TANH, 0, 1);
     taken += case_conv2d_nhwc16("conv16_56x56x80_res_b1", 1, 80, 56, 56, 80, 1, MVRT_ACT_NONE, 1, 1);
@@ -1026,6 +1121,10 @@ static int run_nhwc16_cases(void)
      * 80-channel ones the Sm80 kernels) */
     taken += case_conv2d_nhwc16("conv16_B_20x18x128_res_b2", 2, 128, 20, 18, 128, 1, MVRT_ACT_NONE, 1, 1);
     taken += case_conv2d_nhwc16("conv16_B_128to256_s2_gelut", 3, 128, 15, 17, 256, 2, MVRT_ACT_GELU_TANH, 0, 1);
+    /* MambaVision-S's 192 channels (the 128x192 tile): residual, and a
+     * downsampler into them from 96 */
+    taken += case_conv2d_nhwc16("conv16_S_13x15x192_res_b2", 2, 192, 13, 15, 192, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_S_96to192_s2_gelut", 2, 96, 17, 14, 192, 2, MVRT_ACT_GELU_TANH, 0, 1);
     case_window_nhwc16("window16_mv_14x14_ws14_c320_b3", 3, 320, 14, 14, 14);
     case_window_nhwc16("window16_pad_5x7_ws3_c24", 2, 24, 5, 7, 3);
     case_window_nhwc16("window16_7x7_ws7_c40", 2, 40, 7, 7, 7);
@@ -1600,6 +1699,9 @@ int main(int argc, char **argv)
          * stem's (direct kernel, 3 NCHW float input channels) */
         check_taken("NHWC bf16 conv", run_nhwc16_cases(),
                     strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES : NHWC16_SMALLK_CASES);
+        /* the 16-bit attention: where the sm_80+ tensor-core kernels run */
+        const int att16 = strcmp(info.backend, "cuda") == 0 && code_arch >= 80 ? ATT_IO16_TAKEN : 0;
+        check_taken("16-bit bf16 attention", run_attention_io16_cases(), att16);
         /* the fp16 pass: every 16-bit case again in fp16 storage and math
          * (case names as in bf16; the pass is named fp16) */
         g_t16 = MVRT_STORAGE16_F16;
@@ -1611,6 +1713,7 @@ int main(int argc, char **argv)
         run_linear_storage_cases();
         check_taken("NHWC fp16 conv", run_nhwc16_cases(),
                     strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES : NHWC16_SMALLK_CASES);
+        check_taken("16-bit fp16 attention", run_attention_io16_cases(), att16);
         g_t16 = MVRT_STORAGE16_BF16;
         setenv("MVRT_CUDA_LN_FOLD", "0", 1);
         if (reopen_device("lnfold0") != 0) return 1;

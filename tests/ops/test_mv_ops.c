@@ -535,6 +535,54 @@ static void test_attention(int64_t B, int64_t L, int H, int d, double amp)
     free(ref);
 }
 
+/* Attention with 16-bit q, k, v (qkv16) and/or output (out16): q, k, v
+ * hold 16-bit numbers (both sides read the same values), the reference is
+ * the double attention of them, the CPU computes in fp32 (the fp32 cases'
+ * tolerance) and rounds a 16-bit output once (S16_RTOL more). */
+static void test_attention16(int64_t B, int64_t L, int H, int d, int qkv16, int out16)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s%s%s B%lld L%lld heads %d dim %d", t16_name(), qkv16 ? " qkv" : "",
+             out16 ? " out" : "", (long long)B, (long long)L, H, d);
+    const int64_t C = (int64_t)H * d;
+    const size_t nqkv = (size_t)(B * L * 3 * C), no = (size_t)(B * L * C);
+    float *qkv = falloc(nqkv), *out = falloc(no), *got = falloc(no);
+    double *ref = dalloc(no);
+    fill_uniform(qkv, nqkv, 0.0, 1.5);
+    uint16_t *qkv_h = u16alloc(nqkv), *out_h = u16alloc(no);
+    for (size_t i = 0; i < nqkv; i++) {
+        qkv_h[i] = to16(qkv[i]);
+        qkv[i] = from16(qkv_h[i]);
+    }
+    mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
+    op.u.attention = (mvrt_attention_params_t){.batch = B, .length = L, .heads = H, .head_dim = d,
+                                                .scale = (float)(1.0 / sqrt((double)d)), .qkv = qkv, .out = out};
+    run_ref(&op, ref);
+    double vmax = 0.0;
+    for (int64_t r = 0; r < B * L; r++)
+        for (int64_t c = 0; c < C; c++)
+            vmax = fmax(vmax, fabs((double)qkv[r * 3 * C + 2 * C + c]));
+    const double cond = attention_cond(qkv, B, L, H, d, op.u.attention.scale);
+    const double atol = vmax * (AT_ATOL + AT_LOGIT_EPS * cond);
+    op.u.attention.math = g_t16 == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : MVRT_MATH_BF16;
+    if (qkv16)
+        op.u.attention.qkv = (const float *)(const void *)qkv_h, op.u.attention.qkv16 = g_t16;
+    if (out16)
+        op.u.attention.out = (float *)(void *)out_h, op.u.attention.out16 = g_t16;
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(out, no);
+        for (size_t i = 0; i < no; i++)
+            out_h[i] = S16_SENTINEL;
+        run_cpu(&op, t);
+        if (out16)
+            decode16(out_h, no, 1, 0, 1, (int64_t)no, (int64_t)no, got);
+        else
+            memcpy(got, out, no * sizeof(float));
+        compare("attention", name, t, got, ref, no, AT_RTOL + (out16 ? S16_RTOL : 0.0), atol);
+    }
+    free(qkv), free(out), free(got), free(ref), free(qkv_h), free(out_h);
+}
+
 /* ---------------- window partition / reverse ---------------- */
 /* Pure data movement: results must be exact (zero tolerance). */
 
@@ -787,6 +835,9 @@ int main(void)
         test_linear_bf16(1, 37, 33, 129, 0, 1, 0, MVRT_ACT_NONE);
         test_linear_bf16(3, 17, 9, 21, 1, 1, 1, MVRT_ACT_SILU);
         test_linear_bf16(2, 5, 7, 3, 0, 0, 1, MVRT_ACT_RELU);
+        test_attention16(2, 49, 2, 16, 1, 1);
+        test_attention16(1, 17, 3, 7, 1, 0);
+        test_attention16(3, 5, 1, 40, 0, 1);
     }
 
     /* Depthwise conv1d: widths 1..5 (odd and even 'same' padding), lengths
