@@ -56,6 +56,10 @@ static const bench_row_t gpu_rows[] = {
     {"MambaVision-B, batch 1, fp16", 0, "B", 0, 0, 1, 3, 0, NULL, 0},
     {"MambaVision-L, batch 256, fp16", 0, "L", 0, 0, 256, 3, 0, NULL, 0},
     {"MambaVision-L, batch 1, fp16", 0, "L", 0, 0, 1, 3, 0, NULL, 0},
+    /* the other configs of issue #31's per-config target, bf16 */
+    {"MambaVision-T2, batch 256, bf16", 0, "T2", 0, 0, 256, 2, 0, NULL, 0},
+    {"MambaVision-S, batch 256, bf16", 0, "S", 0, 0, 256, 2, 0, NULL, 0},
+    {"MambaVision-L2, batch 256, bf16", 0, "L2", 0, 0, 256, 2, 0, NULL, 0},
 };
 
 static const bench_row_t cpu_rows[] = {

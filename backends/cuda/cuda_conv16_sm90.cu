@@ -114,6 +114,7 @@ namespace th = cutlass::epilogue::thread;
  * 23 903 img/s, B 9 629 -> 10 547 (H200). */
 using Tile128 = Shape<_128, _128, Shape<_64>>;
 using Tile160 = Shape<_128, _160, Shape<_32>>;
+using Tile192 = Shape<_128, _192, Shape<_32>>;
 
 template <class E, class Tile> struct acts {
     using relu = conv16<E, th::ReLu, Tile>;
@@ -130,11 +131,15 @@ template <class E, class Tile> struct acts {
 };
 
 template <class E> struct kernels {
-    static bool loads() { return acts<E, Tile128>::loads() && acts<E, Tile160>::loads(); }
+    static bool loads()
+    {
+        return acts<E, Tile128>::loads() && acts<E, Tile160>::loads() && acts<E, Tile192>::loads();
+    }
     static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const void *x, const void *w,
                    const float *bias, const void *r, void *y, char *msg, size_t msg_n)
     {
         if (p->out_channels == 160) return acts<E, Tile160>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
+        if (p->out_channels == 192) return acts<E, Tile192>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         return acts<E, Tile128>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
     }
 };
@@ -143,7 +148,7 @@ bool takes(const mvrt_conv2d_params_t *p, int t16, int nb, int cp)
 {
     const bool act_ok = p->activation == MVRT_ACT_NONE || p->activation == MVRT_ACT_RELU ||
                         p->activation == MVRT_ACT_GELU_TANH;
-    const bool k_ok = p->out_channels % 128 == 0 || p->out_channels == 160;
+    const bool k_ok = p->out_channels % 128 == 0 || p->out_channels == 160 || p->out_channels == 192;
     return (t16 == MVRT_STORAGE16_BF16 || t16 == MVRT_STORAGE16_F16) && act_ok && k_ok && nb > 0 && cp % 8 == 0 &&
            p->kernel >= 1 && p->kernel <= 7 && p->stride >= 1 && p->pad >= 0 && p->out_h > 0 && p->out_w > 0;
 }

@@ -26,7 +26,11 @@
  * patch matrix 9x the input (MambaVision's stem conv, 3 -> 32 channels at
  * 224x224, took 1.14 ms per batch of 256 on an H100 as im2col + GEMM).
  * conv_smallk_kernel computes them directly in fp32 (every math mode: it is
- * exact fp32 FMA, at least as accurate as any GEMM path).
+ * exact fp32 FMA, at least as accurate as any GEMM path). The same taps
+ * gathered into mma.sync m16n8k16 fragments (16-bit operands, weights in
+ * registers, the tile staged for 16-byte stores) were no faster: 3 -> 64
+ * channels 0.75 -> 0.85 ms, 3 -> 32 0.36 -> 0.34 ms per batch of 256 on an
+ * H200 (PERF_NOTES.md, session 35): the gathers, not the FMAs, bound it.
  *
  * This header holds the im2col kernel, the direct small-patch kernel and
  * the chunk planning (a pure function of the sizes, shared by the scratch
