@@ -698,7 +698,11 @@ static void emit_all(builder_t *b)
         op.u.pool.x_nhwc16 = b->map16;
         op.u.pool.scale = weight(b, "", "norm.scale"), op.u.pool.shift = weight(b, "", "norm.shift");
         add_op(b, &op);
-        op_dense(b, batch, c->num_classes, C, pooled, out, "", "head", 1, MVRT_ACT_NONE, NULL, 0);
+        /* the logits from fp32 operands in every mode (the pooled features
+         * are fp32; a tiny GEMM): which class wins is decided by them */
+        dense_params(b, &op, batch, c->num_classes, C, pooled, out, "", "head", "bias", MVRT_ACT_NONE);
+        op.u.linear.math = MVRT_MATH_FP32;
+        add_op(b, &op);
         break;
     }
     }

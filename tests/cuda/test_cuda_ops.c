@@ -1094,7 +1094,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 18
+#define NHWC16_CONV_CASES 20
 #define NHWC16_SMALLK_CASES 4 /* the conv16_stem_c1..3 cases */
 static int run_nhwc16_cases(void)
 {
@@ -1125,6 +1125,9 @@ static int run_nhwc16_cases(void)
      * downsampler into them from 96 */
     taken += case_conv2d_nhwc16("conv16_S_13x15x192_res_b2", 2, 192, 13, 15, 192, 1, MVRT_ACT_NONE, 1, 1);
     taken += case_conv2d_nhwc16("conv16_S_96to192_s2_gelut", 2, 96, 17, 14, 192, 2, MVRT_ACT_GELU_TANH, 0, 1);
+    /* and its 96 channels: the stem's second conv, a conv block */
+    taken += case_conv2d_nhwc16("conv16_S_64to96_s2_relu", 2, 64, 21, 19, 96, 2, MVRT_ACT_RELU, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_S_12x11x96_gelut_b3", 3, 96, 12, 11, 96, 1, MVRT_ACT_GELU_TANH, 0, 1);
     case_window_nhwc16("window16_mv_14x14_ws14_c320_b3", 3, 320, 14, 14, 14);
     case_window_nhwc16("window16_pad_5x7_ws3_c24", 2, 24, 5, 7, 3);
     case_window_nhwc16("window16_7x7_ws7_c40", 2, 40, 7, 7, 7);
