@@ -320,7 +320,6 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
 #ifdef MVRT_GPU_HOST_CUDA
     d->opctx.mma16 = d->code_arch >= 80;
-    d->opctx.staged_attention = d->code_arch >= 90;
     {
         /* MVRT_CUDA_FP32_ATTENTION=simt keeps fp32 attention on the fp32
          * SIMT kernel (tests compare both; no accuracy reason to) */
@@ -353,7 +352,6 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
 #else
     d->opctx.mma16 = 0; /* the mma.sync kernels are NVIDIA-only */
-    d->opctx.staged_attention = 0;
     d->opctx.mma_tf32x3 = 0;
     d->opctx.split_attention = 0;
     d->opctx.mixer_proj_tokens = 0;
@@ -427,7 +425,7 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
                  !d->opctx.conv                                  ? "im2col"
                  : d->opctx.conv == mvrt_cuda_conv_3xtf32_sm90 ? "implicit,16bit-sm90"
                                                                  : "implicit",
-                 d->opctx.staged_attention ? "staged" : d->opctx.mma16 ? "tiled" : "simt",
+                 d->opctx.mma16 ? "io16" : "simt",
                  d->opctx.gemm ? "once" : "fp32");
     }
 #endif

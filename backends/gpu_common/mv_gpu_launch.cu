@@ -674,9 +674,9 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
                      MVRT_ATT16_MAXL);
             return MVRT_GPU_OP_UNSUPPORTED;
         }
-        e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma16 != 0, ctx->staged_attention != 0,
-                                                     ctx->mma_tf32x3 != 0,
-                                                     ctx->split_attention != 0, s); break;
+        e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma16 != 0, ctx->mma_tf32x3 != 0,
+                             ctx->split_attention != 0, s);
+        break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_WINDOW_PARTITION:
     case MVRT_OP_WINDOW_REVERSE:

@@ -74,11 +74,9 @@ typedef int (*mvrt_gpu_gemm16_fn)(gpuStream_t s, const mvrt_gpu_gemm16_t *g, cha
 typedef struct mvrt_gpu_op_ctx {
     int warp_size;          /* the device's warp width (32 or 64) */
     int sm_count;           /* multiprocessors: sizes the split-K of small GEMMs */
-    int mma16;              /* NVIDIA sm_80+: the bf16 / fp16 tensor-core attention kernels run */
+    int mma16;              /* NVIDIA sm_80+: the bf16 / fp16 tensor-core attention kernels run
+                             * (with 16-bit q, k, v: attention_io16_kernel) */
     int mma_tf32x3;         /* NVIDIA sm_80+: fp32 attention runs on 3xTF32 tensor cores */
-    /* NVIDIA sm_90 code: 16-bit attention over at most 256 keys stages each
-     * head's K and V whole (ops/attention/attention_gpu.cuh) */
-    int staged_attention;
     /* NVIDIA sm_90+: fp32 GEMMs with fewer 64x64 output tiles than SMs run
      * as one cluster kernel (split-K summed in distributed shared memory)
      * with at most this many K slices; 0: never */

@@ -471,162 +471,8 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #endif
 }
 
-/* ---- 16-bit tensor cores, the whole sequence staged (NVIDIA sm_90 code) ----
- * attention_mma_kernel stages 64 keys at a time through registers
- * (load, convert, store, sync, compute): at MambaVision's windows (L 196,
- * d 40) its blocks wait on each tile's loads with 3 blocks per SM (132
- * registers) and ran at 45 TFLOP/s (T, batch 256, H100: 0.28 ms per
- * call). Here one block takes 16 W queries of one (batch, head) and copies
- * the whole of that head's K and V (L <= MVRT_ATT_ST_MAXL keys) into
- * shared memory as fp32 with cp.async, all in flight at once and no
- * registers held; the warps then run the same flash-attention loop as
- * attention_mma_kernel over 64 keys at a time from shared memory, rounding
- * K and V to 16 bits as they build the mma fragments (the same roundings as
- * that kernel).
- * Q fragments come straight from global memory, pre-scaled. Scores past
- * L are masked only in the last tile, with 32-bit compares, and exp2 is
- * one MUFU instruction (mvrt_fast_exp2; exp2f adds a denormal fix-up, and
- * a softmax weight below 2^-126 may flush to 0): instructions, not memory,
- * bound these kernels (ncu: SM 49 %, memory 38 % of peak).
- * Needs head_dim % 4 == 0 and 16-byte aligned rows (vec4). Row strides:
- * K DP + 8 floats (8-byte fragment loads of a half-warp hit 16 distinct
- * bank pairs), V DP + 4 (its 4-byte loads of a warp hit 32 banks). K's
- * columns [d, DP) and the rows of K and V in [L, 16 ceil(L / 16)) are
- * zeroed, as the products read them. */
-#define MVRT_ATT_ST_MAXL 256 /* longest sequence staged whole */
-#define MVRT_ATT_ST_MAXW 8   /* warps per block at most */
+/* rows of a head staged whole for mma: L rounded up to the k16 blocks */
 static __host__ __device__ inline int64_t att_staged_rows(int64_t L) { return (L + 15) / 16 * 16; }
-template <int DP>
-static inline size_t att_staged_smem(int64_t L)
-{
-    return (size_t)att_staged_rows(L) * (size_t)((DP + 8) + (DP + 4)) * sizeof(float);
-}
-
-template <int DP, int T16>
-__global__ void __launch_bounds__(32 * MVRT_ATT_ST_MAXW, 2) attention_mma_staged_kernel(mvrt_attention_params_t p)
-{
-#ifdef MVRT_ATT_MMA_DEVICE
-    constexpr int KS = DP + 8, VS = DP + 4, DJ_MAX = DP / 8;
-    extern __shared__ __align__(16) float att_st_smem[];
-    const int d = p.head_dim, C4 = d / 4, DJ = (d + 7) / 8;
-    const int64_t L = p.length, LR = att_staged_rows(L);
-    float *Ksm = att_st_smem, *Vsm = att_st_smem + LR * KS;
-    const int64_t C = (int64_t)p.heads * d, ld = 3 * C;
-    const int t = threadIdx.x, nthreads = blockDim.x, warp = t >> 5, lane = t & 31, g = lane >> 2, c = lane & 3;
-    const int h = blockIdx.y;
-    const int64_t r0 = (int64_t)blockIdx.x * (nthreads / 2) + warp * 16 + g; /* 16 W queries per block */
-    const bool warp_rows = (int64_t)blockIdx.x * (nthreads / 2) + warp * 16 < L;
-    const float qscale = p.scale * MVRT_ATT_LOG2E;
-
-    for (int64_t b = blockIdx.z; b < p.batch; b += gridDim.z) {
-        const float *base = p.qkv + b * L * ld + (int64_t)h * d;
-        /* ---- K and V of this head -> shared memory, asynchronously */
-        for (int64_t idx = t; idx < L * C4; idx += nthreads) {
-            const int64_t r = idx / C4;
-            const int k4 = (int)(idx - r * C4);
-            const float *src = base + r * ld + 4 * k4;
-            const uint32_t sk = (uint32_t)__cvta_generic_to_shared(Ksm + r * KS + 4 * k4);
-            const uint32_t sv = (uint32_t)__cvta_generic_to_shared(Vsm + r * VS + 4 * k4);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sk), "l"(src + C) : "memory");
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sv), "l"(src + 2 * C) : "memory");
-        }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-        /* zeros the products read where no copy writes (disjoint from them) */
-        for (int64_t idx = t; idx < LR * (DP - d); idx += nthreads) {
-            const int64_t r = idx / (DP - d);
-            Ksm[r * KS + d + (int)(idx - r * (DP - d))] = 0.f;
-        }
-        for (int64_t idx = t; idx < (LR - L) * d; idx += nthreads) {
-            const int64_t r = L + idx / d;
-            const int k = (int)(idx % d);
-            Ksm[r * KS + k] = 0.f;
-            Vsm[r * VS + k] = 0.f;
-        }
-        /* ---- Q: this lane's A fragments (rows r0, r0 + 8), scaled, from global */
-        uint32_t qa[DP / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < DP / 16; kk++) {
-#pragma unroll
-            for (int hi = 0; hi < 2; hi++) { /* columns 16 kk + 2 c (+ 8 for hi) */
-                const int k = kk * 16 + 2 * c + 8 * hi;
-                float2 a = make_float2(0.f, 0.f), a8 = make_float2(0.f, 0.f);
-                if (k < d) {
-                    if (r0 < L) a = *reinterpret_cast<const float2 *>(base + r0 * ld + k);
-                    if (r0 + 8 < L) a8 = *reinterpret_cast<const float2 *>(base + (r0 + 8) * ld + k);
-                }
-                qa[kk][2 * hi] = mvrt_pack16x2<T16>(a.x * qscale, a.y * qscale);
-                qa[kk][2 * hi + 1] = mvrt_pack16x2<T16>(a8.x * qscale, a8.y * qscale);
-            }
-        }
-        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-        __syncthreads();
-
-        if (warp_rows) {
-            float o[DJ_MAX][4];
-#pragma unroll
-            for (int j = 0; j < DJ_MAX; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-            float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
-            for (int64_t kt0 = 0; kt0 < L; kt0 += 64) {
-                /* ---- S = Q K^T for 16 queries x 64 keys (blocks of 8 keys past L skipped) */
-                float sc[8][4];
-#pragma unroll
-                for (int nb = 0; nb < 8; nb++) {
-                    sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.f;
-                    if (kt0 + nb * 8 >= L) continue;
-                    const float *kr = Ksm + (kt0 + nb * 8 + g) * KS + 2 * c;
-#pragma unroll
-                    for (int kk = 0; kk < DP / 16; kk++) {
-                        const float2 k0 = *reinterpret_cast<const float2 *>(kr + kk * 16);
-                        const float2 k1 = *reinterpret_cast<const float2 *>(kr + kk * 16 + 8);
-                        mvrt_mma16816<T16>(sc[nb], qa[kk], mvrt_pack16x2<T16>(k0.x, k0.y), mvrt_pack16x2<T16>(k1.x, k1.y));
-                    }
-                }
-                att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
-                /* ---- O += P V over the chunks of 16 keys below L */
-#pragma unroll
-                for (int kc = 0; kc < 4; kc++) {
-                    if (kt0 + kc * 16 >= L) break;
-                    const uint32_t pa[4] = {mvrt_pack16x2<T16>(sc[2 * kc][0], sc[2 * kc][1]),
-                                            mvrt_pack16x2<T16>(sc[2 * kc][2], sc[2 * kc][3]),
-                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
-                    const float *vr = Vsm + (kt0 + kc * 16 + 2 * c) * VS + g;
-#pragma unroll
-                    for (int j = 0; j < DJ_MAX; j++) {
-                        if (j >= DJ) break;
-                        const float *v = vr + j * 8;
-                        mvrt_mma16816<T16>(o[j], pa, mvrt_pack16x2<T16>(v[0], v[VS]), mvrt_pack16x2<T16>(v[8 * VS], v[9 * VS]));
-                    }
-                }
-            }
-            att_store_rows(o, l0, l1, true, r0, c, d, L, C, p.out + b * L * C + (int64_t)h * d);
-        }
-        __syncthreads(); /* the next batch element restages K and V */
-    }
-#else
-    (void)p;
-    mvrt_gpu_arch_missing();
-#endif
-}
-
-#if defined(MVRT_GPU_CUDA)
-/* Queues attention_mma_staged_kernel<DP, T16>, opting in to its shared
- * memory first (a host-side attribute of the current device, allowed while
- * a stream is captured). */
-template <int DP, int T16>
-static cudaError_t launch_attention_staged_dp(const mvrt_attention_params_t &p, cudaStream_t s)
-{
-    void (*kernel)(mvrt_attention_params_t) = attention_mma_staged_kernel<DP, T16>;
-    const cudaError_t opt_in = mvrt_gpu_func_set_max_dyn_smem(kernel, (int)att_staged_smem<DP>(MVRT_ATT_ST_MAXL));
-    if (opt_in != cudaSuccess) return opt_in;
-    const int64_t q16 = (p.length + 15) / 16;                                       /* 16-query groups */
-    const int64_t blocks = (q16 + MVRT_ATT_ST_MAXW - 1) / MVRT_ATT_ST_MAXW;          /* per (batch, head) */
-    const int warps = (int)((q16 + blocks - 1) / blocks);                            /* balanced */
-    const dim3 grid((unsigned)blocks, (unsigned)p.heads, (unsigned)(p.batch < 65535 ? p.batch : 65535));
-    kernel<<<grid, 32 * warps, att_staged_smem<DP>(p.length), s>>>(p);
-    return cudaGetLastError();
-}
-#endif
 
 /* ---- 16-bit in, 16-bit out: the graph's 16-bit attention (NVIDIA sm_80+ code) ----
  * qkv16 and out16 set: q, k and v arrive as the 16-bit values the qkv
@@ -1183,27 +1029,12 @@ static cudaError_t launch_attention_split_dp(const mvrt_attention_params_t &p, i
 /* The kernel for each case:
  *   16-bit qkv and output (qkv16, out16; sm_80+ code, L <= 256,
  *     head_dim <= 64)    -> attention_io16_kernel (the graph's 16-bit modes)
- *   bf16 / fp16 math, staged (NVIDIA sm_90 code), head_dim % 4 == 0,
- *     aligned rows, L <= 256 -> attention_mma_staged_kernel (whole K, V in
- *                           shared memory; MambaVision's windows)
  *   bf16 / fp16 math, sm_80+ -> attention_mma_kernel (64 keys per tile)
  *   fp32 / fast, sm_80+  -> attention_tf32x3_kernel (key splits below)
  *   else                 -> the SIMT kernels (head_dim <= 64) or direct.
  * split_keys (NVIDIA sm_90+): fp32/fast attention grids of fewer than half
  * the SMs split the keys over clusters of 2 or 4 blocks (see
  * attention_tf32x3_kernel). */
-#if defined(MVRT_GPU_CUDA)
-template <int T16>
-static cudaError_t launch_attention_staged(const mvrt_attention_params_t &p, cudaStream_t s)
-{
-    switch ((p.head_dim + 15) / 16) {
-    case 1: return launch_attention_staged_dp<16, T16>(p, s);
-    case 2: return launch_attention_staged_dp<32, T16>(p, s);
-    case 3: return launch_attention_staged_dp<48, T16>(p, s);
-    default: return launch_attention_staged_dp<64, T16>(p, s);
-    }
-}
-#endif
 template <int T16>
 static inline void launch_attention_mma(const mvrt_attention_params_t &p, dim3 grid, bool vec4, mvrt_gpu_stream_t s)
 {
@@ -1216,7 +1047,7 @@ static inline void launch_attention_mma(const mvrt_attention_params_t &p, dim3 g
 }
 
 static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma16,
-                                                bool staged, bool mma_tf32x3, bool split_keys, mvrt_gpu_stream_t s)
+                                                bool mma_tf32x3, bool split_keys, mvrt_gpu_stream_t s)
 {
     const bool math16 = p.math == MVRT_MATH_BF16 || p.math == MVRT_MATH_FP16;
     const bool f16 = p.math == MVRT_MATH_FP16;
@@ -1232,11 +1063,6 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
         const unsigned bz = (unsigned)(p.batch < 65535 ? p.batch : 65535);
         /* float4 staging: head_dim, the row stride 3C and the pointer allow 16-byte loads */
         const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
-#if defined(MVRT_GPU_CUDA)
-        if (mma16 && staged && math16 && vec4 && p.length <= MVRT_ATT_ST_MAXL)
-            return f16 ? launch_attention_staged<MVRT_STORAGE16_F16>(p, s)
-                       : launch_attention_staged<MVRT_STORAGE16_BF16>(p, s);
-#endif
         if (mma16 && math16) {
             const dim3 grid((unsigned)((p.length + MVRT_ATT_MMA_TQ - 1) / MVRT_ATT_MMA_TQ), (unsigned)p.heads, bz);
             if (f16) launch_attention_mma<MVRT_STORAGE16_F16>(p, grid, vec4, s);

@@ -1564,10 +1564,10 @@ static void run_attention16_cases(void)
     case_attention_math("attention_bf16_L130_d64", 1, 130, 2, 64, 0, MVRT_MATH_BF16);
     case_attention_math("attention_bf16_L300_d32", 1, 300, 1, 32, 0, MVRT_MATH_BF16);
     case_attention_math("attention_bf16_mv_L196_h8_d40_b64", 64, 196, 8, 40, 1, MVRT_MATH_BF16);
-    /* the staged kernel on sm_90 code (head_dim % 4 == 0, L <= 256):
-     * 1, 2 and 8 warps per block, the longest staged sequence and one key
-     * more (the tiled kernel), head_dim 4 / 20 (a half block of 8 output
-     * columns) / 64 (the most shared memory), MambaVision's stage-4 shape */
+    /* edges of the tiled kernel (fp32 q, k, v with 16-bit math; the
+     * graph's 16-bit form has its own cases, attention_io16_*): L 1, 17,
+     * 256 and 257, head_dim 4 / 20 (a half block of 8 output columns) /
+     * 64, MambaVision's stage-4 shape */
     case_attention_math("attention_bf16_L1_d8", 2, 1, 3, 8, 0, MVRT_MATH_BF16);
     case_attention_math("attention_bf16_L17_d4", 2, 17, 2, 4, 0, MVRT_MATH_BF16);
     case_attention_math("attention_bf16_L77_h2_d20", 2, 77, 2, 20, 0, MVRT_MATH_BF16);
