@@ -322,6 +322,29 @@ static __device__ __forceinline__ void att_softmax_step(float (&sc)[NB][4], int6
     }
 }
 
+/* A lane's shares of the row sums of rows g (l0) and g + 8 (l1) summed
+ * over the quad of lanes that shares those rows (every lane ends with the
+ * sums; the whole warp takes part). */
+static __device__ __forceinline__ void att_quad_sums(float &l0, float &l1)
+{
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1) {
+        l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
+        l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
+    }
+}
+/* P's accumulators for keys [16 kc, 16 kc + 16) (score blocks 2 kc and
+ * 2 kc + 1) as the A fragment of O += P V: the m16n8k16 C layout of two
+ * n8 blocks is the A layout of one k16 block. */
+template <int T16, int NB>
+static __device__ __forceinline__ void att_p_fragment(uint32_t (&pa)[4], const float (&sc)[NB][4], int kc)
+{
+    pa[0] = mvrt_pack16x2<T16>(sc[2 * kc][0], sc[2 * kc][1]);
+    pa[1] = mvrt_pack16x2<T16>(sc[2 * kc][2], sc[2 * kc][3]);
+    pa[2] = mvrt_pack16x2<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]);
+    pa[3] = mvrt_pack16x2<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3]);
+}
+
 /* The end of the mma kernels: the quad's row sums added, rows r0 = the
  * warp's first query + g and r1 = r0 + 8 normalized and stored (columns
  * 8 j + 2 c, + 1 below d; rows below L). */
@@ -329,11 +352,7 @@ template <int DJ>
 static __device__ __forceinline__ void att_store_rows(const float (&o)[DJ][4], float l0, float l1, bool warp_rows,
                                                       int64_t r0, int c, int d, int64_t L, int64_t C, float *out)
 {
-#pragma unroll
-    for (int x = 1; x < 4; x <<= 1) {
-        l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
-        l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
-    }
+    att_quad_sums(l0, l1);
     if (!warp_rows) return;
     const float i0 = 1.f / l0, i1 = 1.f / l1;
     const int64_t r1 = r0 + 8;
@@ -450,10 +469,8 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 #pragma unroll
             for (int kc = 0; kc < TK / 16; kc++) {
                 if (kt0 + kc * 16 >= L) break; /* whole chunk past L: P is 0 there */
-                const uint32_t pa[4] = {mvrt_pack16x2<T16>(sc[2 * kc][0], sc[2 * kc][1]),
-                                        mvrt_pack16x2<T16>(sc[2 * kc][2], sc[2 * kc][3]),
-                                        mvrt_pack16x2<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                        mvrt_pack16x2<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                uint32_t pa[4];
+                att_p_fragment<T16>(pa, sc, kc);
 #pragma unroll
                 for (int j = 0; j < DP / 8; j++) {
                     const uint32_t *vr = Vt32 + ((j * 8 + g) * VST) / 2 + kc * 8 + c;
@@ -674,10 +691,8 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
 #pragma unroll
                 for (int kc = 0; kc < 4; kc++) {
                     if (kt0 + kc * 16 >= L) break;
-                    const uint32_t pa[4] = {mvrt_pack16x2<T16>(sc[2 * kc][0], sc[2 * kc][1]),
-                                            mvrt_pack16x2<T16>(sc[2 * kc][2], sc[2 * kc][3]),
-                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                            mvrt_pack16x2<T16>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                    uint32_t pa[4];
+                    att_p_fragment<T16>(pa, sc, kc);
 #pragma unroll
                     for (int jp = 0; jp < NJ / 2; jp++) {
                         if (2 * jp >= DJ) break;
@@ -689,11 +704,7 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
                 }
             }
             /* ---- the quad's row sums, then each output rounded once */
-#pragma unroll
-            for (int x = 1; x < 4; x <<= 1) {
-                l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
-                l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
-            }
+            att_quad_sums(l0, l1);
             const float i0 = 1.f / l0, i1 = 1.f / l1;
             uint16_t *out = reinterpret_cast<uint16_t *>(p.out) + b * L * C + (int64_t)h * d;
 #pragma unroll
@@ -898,11 +909,7 @@ __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel
         } else {
 #ifdef MVRT_ATT_SPLIT_DEVICE
             /* ---- this block's state into Vs: row r = O (DP), m, l */
-#pragma unroll
-            for (int x = 1; x < 4; x <<= 1) {
-                l0 += MVRT_SHFL_XOR(l0, x, MVRT_WARP_SIZE);
-                l1 += MVRT_SHFL_XOR(l1, x, MVRT_WARP_SIZE);
-            }
+            att_quad_sums(l0, l1);
             __syncthreads(); /* every warp is done with the last tile */
             if (warp_rows) {
                 float *r0 = Vs + (warp * 16 + g) * S, *r1 = r0 + 8 * S;

@@ -42,64 +42,67 @@ static int have_f16c(void) { return __builtin_cpu_supports("f16c") && __builtin_
 static int have_f16c(void) { return 0; }
 #endif
 
-/* n contiguous values of type t <-> floats (f16c: have_f16c()) */
-static void widen_seg(int t, int f16c, const uint16_t *x, float *y, int64_t n)
+/* n contiguous values: 16-bit of type t -> floats (to16 0) or floats ->
+ * 16-bit (to16 1); f16c: have_f16c(). The type's branch stays outside the
+ * inner loops (the bf16 ones vectorize); the bits of cpu_half.h's scalar
+ * conversions. */
+static void convert_seg(int t, int f16c, int to16, const void *x, void *y, int64_t n)
 {
 #if defined(MVRT_HAVE_F16C_PATH)
     if (t == MVRT_STORAGE16_F16 && f16c) {
-        f16_widen_f16c(x, y, n);
+        if (to16)
+            f16_narrow_f16c((const float *)x, (uint16_t *)y, n);
+        else
+            f16_widen_f16c((const uint16_t *)x, (float *)y, n);
         return;
     }
 #endif
     (void)f16c;
-    if (t == MVRT_STORAGE16_F16)
-        for (int64_t c = 0; c < n; c++)
-            y[c] = mvrt_f16_to_f32(x[c]);
-    else
-        for (int64_t c = 0; c < n; c++)
-            y[c] = mvrt_bf16_to_f32(x[c]);
-}
-static void narrow_seg(int t, int f16c, const float *x, uint16_t *y, int64_t n)
-{
-#if defined(MVRT_HAVE_F16C_PATH)
-    if (t == MVRT_STORAGE16_F16 && f16c) {
-        f16_narrow_f16c(x, y, n);
-        return;
+    if (to16) {
+        const float *xf = (const float *)x;
+        uint16_t *yh = (uint16_t *)y;
+        if (t == MVRT_STORAGE16_F16)
+            for (int64_t c = 0; c < n; c++)
+                yh[c] = mvrt_f32_to_f16(xf[c]);
+        else
+            for (int64_t c = 0; c < n; c++)
+                yh[c] = mvrt_f32_to_bf16(xf[c]);
+    } else {
+        const uint16_t *xh = (const uint16_t *)x;
+        float *yf = (float *)y;
+        if (t == MVRT_STORAGE16_F16)
+            for (int64_t c = 0; c < n; c++)
+                yf[c] = mvrt_f16_to_f32(xh[c]);
+        else
+            for (int64_t c = 0; c < n; c++)
+                yf[c] = mvrt_bf16_to_f32(xh[c]);
     }
-#endif
-    (void)f16c;
-    if (t == MVRT_STORAGE16_F16)
-        for (int64_t c = 0; c < n; c++)
-            y[c] = mvrt_f32_to_f16(x[c]);
-    else
-        for (int64_t c = 0; c < n; c++)
-            y[c] = mvrt_f32_to_bf16(x[c]);
 }
-/* Conversions over `rows` rows of `cols` values, row r of matrix k at
- * src + k * s_mat + r * s_row (and likewise dst): k in [0, mats), rows
- * split over the threads; the type's branch outside the inner loop (the
- * bf16 one vectorizes). The bits of cpu_half.h's scalar conversions. */
-static void widen_rows(int t, const uint16_t *src, int64_t s_mat, int64_t s_row, float *dst, int64_t d_mat,
-                       int64_t d_row, int64_t mats, int64_t rows, int64_t cols, int threads)
+/* Conversions (as convert_seg) over `rows` rows of `cols` values, row r
+ * of matrix k at src + k * s_mat + r * s_row elements (and likewise dst):
+ * k in [0, mats), rows split over the threads. */
+static void convert_rows(int t, int to16, const void *src, int64_t s_mat, int64_t s_row, void *dst, int64_t d_mat,
+                         int64_t d_row, int64_t mats, int64_t rows, int64_t cols, int threads)
 {
     const int64_t total = mats * rows;
+    const size_t s_size = to16 ? sizeof(float) : sizeof(uint16_t), d_size = to16 ? sizeof(uint16_t) : sizeof(float);
     const int f16c = have_f16c();
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && total * cols >= MVRT_CONV_PAR_MIN)
     for (int64_t kr = 0; kr < total; kr++) {
         const int64_t k = kr / rows, r = kr % rows;
-        widen_seg(t, f16c, src + k * s_mat + r * s_row, dst + k * d_mat + r * d_row, cols);
+        convert_seg(t, f16c, to16, (const char *)src + (size_t)(k * s_mat + r * s_row) * s_size,
+                    (char *)dst + (size_t)(k * d_mat + r * d_row) * d_size, cols);
     }
+}
+static void widen_rows(int t, const uint16_t *src, int64_t s_mat, int64_t s_row, float *dst, int64_t d_mat,
+                       int64_t d_row, int64_t mats, int64_t rows, int64_t cols, int threads)
+{
+    convert_rows(t, 0, src, s_mat, s_row, dst, d_mat, d_row, mats, rows, cols, threads);
 }
 static void narrow_rows(int t, const float *src, int64_t s_mat, int64_t s_row, uint16_t *dst, int64_t d_mat,
                         int64_t d_row, int64_t mats, int64_t rows, int64_t cols, int threads)
 {
-    const int64_t total = mats * rows;
-    const int f16c = have_f16c();
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && total * cols >= MVRT_CONV_PAR_MIN)
-    for (int64_t kr = 0; kr < total; kr++) {
-        const int64_t k = kr / rows, r = kr % rows;
-        narrow_seg(t, f16c, src + k * s_mat + r * s_row, dst + k * d_mat + r * d_row, cols);
-    }
+    convert_rows(t, 1, src, s_mat, s_row, dst, d_mat, d_row, mats, rows, cols, threads);
 }
 
 static size_t round_up(size_t n) { return (n + MVRT_CPU_SCRATCH_ALIGN - 1) / MVRT_CPU_SCRATCH_ALIGN * MVRT_CPU_SCRATCH_ALIGN; }
@@ -206,7 +209,7 @@ static void nhwc16_to_nchw(int t, const void *src16, float *dst, int64_t batch, 
         for (int64_t c0 = 0; c0 < C; c0 += MVRT_MAP_TILE) {
             const int64_t nc = C - c0 < MVRT_MAP_TILE ? C - c0 : MVRT_MAP_TILE;
             for (int64_t i = 0; i < ni; i++) /* contiguous channels of one position */
-                widen_seg(t, f16c, s + (b * spatial + i0 + i) * C + c0, tile[i], nc);
+                convert_seg(t, f16c, 0, s + (b * spatial + i0 + i) * C + c0, tile[i], nc);
             for (int64_t c = 0; c < nc; c++)
                 for (int64_t i = 0; i < ni; i++)
                     dst[(b * C + c0 + c) * spatial + i0 + i] = tile[i][c];
@@ -231,7 +234,7 @@ static void nchw_to_nhwc16(int t, const float *src, void *dst16, int64_t batch, 
                 for (int64_t i = 0; i < ni; i++)
                     tile[i][c] = src[(b * C + c0 + c) * spatial + i0 + i];
             for (int64_t i = 0; i < ni; i++) /* contiguous channels of one position */
-                narrow_seg(t, f16c, tile[i], d + (b * spatial + i0 + i) * C + c0, nc);
+                convert_seg(t, f16c, 1, tile[i], d + (b * spatial + i0 + i) * C + c0, nc);
         }
     }
 }

@@ -50,7 +50,10 @@ static void bench(const char *name, const mvrt_op_params_t *p, double flops, dou
     }
     qsort(t, 20, sizeof t[0], cmpf);
     const double ms = t[10];
-    if (flops > 0) printf("%-44s %9.3f ms  %8.1f GFLOP/s  (scratch %zu MiB)\n", name, ms, flops / ms * 1e-6, sb >> 20);
+    if (flops > 0 && bytes > 0)
+        printf("%-44s %9.3f ms  %8.1f GFLOP/s  %8.1f GB/s  (scratch %zu MiB)\n", name, ms, flops / ms * 1e-6,
+               bytes / ms * 1e-6, sb >> 20);
+    else if (flops > 0) printf("%-44s %9.3f ms  %8.1f GFLOP/s  (scratch %zu MiB)\n", name, ms, flops / ms * 1e-6, sb >> 20);
     else printf("%-44s %9.3f ms  %8.1f GB/s\n", name, ms, bytes / ms * 1e-6);
     vt->event_destroy(dev, e0);
     vt->event_destroy(dev, e1);
@@ -95,8 +98,7 @@ int main(int argc, char **argv)
     p.u.attention.math = MVRT_MATH_BF16;
     bench("attention b256 L196 h8 d40 bf16", &p, 4.0 * B * 8 * L * L * 40, 0);
     p.u.attention.qkv16 = p.u.attention.out16 = MVRT_STORAGE16_BF16;
-    bench("attention b256 L196 h8 d40 bf16 16-bit io", &p, 4.0 * B * 8 * L * L * 40, 0);
-    bench("attention b256 L196 h8 d40 bf16 16-bit io", &p, 0, 2.0 * (double)T * 4 * C);
+    bench("attention b256 L196 h8 d40 bf16 16-bit io", &p, 4.0 * B * 8 * L * L * 40, 2.0 * (double)T * 4 * C);
 
     /* layernorm (T, 320) */
     memset(&p, 0, sizeof p);

@@ -718,6 +718,37 @@ static void case_dwconv_split(const char *name, int64_t batch, int64_t C, int64_
 }
 
 /* ---------------------------------------------------------------- attention */
+/* The attention op over host buffers qkv (batch, L, 3C) and out (batch, L, C). */
+static mvrt_op_params_t attention_op(int64_t batch, int64_t L, int heads, int hd, const float *qkv, float *out)
+{
+    mvrt_op_params_t ph;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_ATTENTION;
+    mvrt_attention_params_t *a = &ph.u.attention;
+    a->batch = batch; a->length = L; a->heads = heads; a->head_dim = hd;
+    a->scale = (float)(1.0 / sqrt((double)hd));
+    a->qkv = qkv; a->out = out;
+    return ph;
+}
+/* The double reference of host op ph into ref: every item, or (sampled)
+ * the first, middle and last batch items only (the rest stays NaN). */
+static void ref_attention(const mvrt_op_params_t *ph, int sampled, double *ref)
+{
+    const mvrt_attention_params_t *a = &ph->u.attention;
+    if (!sampled) {
+        mvrt_ref_op_run(ph, ref);
+        return;
+    }
+    const int64_t L = a->length, C = (int64_t)a->heads * a->head_dim;
+    const int64_t bsel[3] = {0, a->batch / 2, a->batch - 1};
+    for (int i = 0; i < 3; i++) {
+        mvrt_op_params_t q = *ph;
+        q.u.attention.batch = 1;
+        q.u.attention.qkv = a->qkv + bsel[i] * L * 3 * C;
+        q.u.attention.out = a->out + bsel[i] * L * C;
+        mvrt_ref_op_run(&q, ref + bsel[i] * L * C);
+    }
+}
 static void case_attention_math(const char *name, int64_t batch, int64_t L, int heads, int hd, int sampled, int math)
 {
     if (!selected(name)) return;
@@ -725,29 +756,12 @@ static void case_attention_math(const char *name, int64_t batch, int64_t L, int 
     math = m16(math);
     const int64_t C = (int64_t)heads * hd;
     buf_t qkv = buf_rand(batch * L * 3 * C, -1.5, 1.5), out = buf_out(batch * L * C);
-    mvrt_op_params_t ph, pd;
-    memset(&ph, 0, sizeof ph);
-    ph.kind = MVRT_OP_ATTENTION;
-    mvrt_attention_params_t *a = &ph.u.attention;
-    a->batch = batch; a->length = L; a->heads = heads; a->head_dim = hd;
-    a->scale = (float)(1.0 / sqrt((double)hd));
-    a->qkv = qkv.h; a->out = out.h;
-    pd = ph;
+    const mvrt_op_params_t ph = attention_op(batch, L, heads, hd, qkv.h, out.h);
+    mvrt_op_params_t pd = ph;
     pd.u.attention.math = math; /* the reference is fp32/double whatever the mode */
     pd.u.attention.qkv = qkv.d; pd.u.attention.out = out.d;
     double *ref = ref_new(out.n);
-    if (!sampled) {
-        mvrt_ref_op_run(&ph, ref);
-    } else {
-        const int64_t bsel[3] = {0, batch / 2, batch - 1};
-        for (int i = 0; i < 3; i++) {
-            mvrt_op_params_t q = ph;
-            q.u.attention.batch = 1;
-            q.u.attention.qkv = qkv.h + bsel[i] * L * 3 * C;
-            q.u.attention.out = out.h + bsel[i] * L * C;
-            mvrt_ref_op_run(&q, ref + bsel[i] * L * C);
-        }
-    }
+    ref_attention(&ph, sampled, ref);
     run_dev(&pd);
     if (math == MVRT_MATH_BF16 || math == MVRT_MATH_FP16) {
         /* q, k, v and the weights rounded to bf16 (relative 2^-9 each): the
@@ -874,32 +888,15 @@ static int case_attention_io16(const char *name, int64_t batch, int64_t L, int h
     for (int64_t i = 0; i < nq; i++) qkv[i] = (float)tu_uniform(-1.5, 1.5);
     round16(qkv, nq);
     buf16_t q16 = buf16_new(nq, qkv), o16 = buf16_new(no, NULL);
-    mvrt_op_params_t ph, pd;
-    memset(&ph, 0, sizeof ph);
-    ph.kind = MVRT_OP_ATTENTION;
-    mvrt_attention_params_t *a = &ph.u.attention;
-    a->batch = batch; a->length = L; a->heads = heads; a->head_dim = hd;
-    a->scale = (float)(1.0 / sqrt((double)hd));
-    a->qkv = qkv; a->out = outh;
-    pd = ph;
+    const mvrt_op_params_t ph = attention_op(batch, L, heads, hd, qkv, outh);
+    mvrt_op_params_t pd = ph;
     pd.u.attention.math = m16(MVRT_MATH_BF16);
     pd.u.attention.qkv = (const float *)q16.d; pd.u.attention.out = (float *)o16.d;
     pd.u.attention.qkv16 = pd.u.attention.out16 = g_t16;
     const int taken = dev_takes(&pd);
     if (taken) {
         double *ref = ref_new(no);
-        if (!sampled) {
-            mvrt_ref_op_run(&ph, ref);
-        } else {
-            const int64_t bsel[3] = {0, batch / 2, batch - 1};
-            for (int i = 0; i < 3; i++) {
-                mvrt_op_params_t q = ph;
-                q.u.attention.batch = 1;
-                q.u.attention.qkv = qkv + bsel[i] * L * 3 * C;
-                q.u.attention.out = outh + bsel[i] * L * C;
-                mvrt_ref_op_run(&q, ref + bsel[i] * L * C);
-            }
-        }
+        ref_attention(&ph, sampled, ref);
         run_dev(&pd);
         const double t = g_t16 == MVRT_STORAGE16_F16 ? 1.5e-2 : 3e-2;
         check16(name, &o16, ref, sampled, t + round16_atol(), t + round16_rtol());

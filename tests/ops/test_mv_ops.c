@@ -504,6 +504,19 @@ static double attention_cond(const float *qkv, int64_t B, int64_t L, int H, int 
     return cond;
 }
 
+/* The fp32 attention's absolute tolerance for these q, k, v (see above):
+ * max|v| * (AT_ATOL + AT_LOGIT_EPS * cond) with scale 1 / sqrt(d). */
+static double attention_atol(const float *qkv, int64_t B, int64_t L, int H, int d)
+{
+    const int64_t C = (int64_t)H * d;
+    double vmax = 0.0;
+    for (int64_t r = 0; r < B * L; r++)
+        for (int64_t c = 0; c < C; c++)
+            vmax = fmax(vmax, fabs((double)qkv[r * 3 * C + 2 * C + c]));
+    const double cond = attention_cond(qkv, B, L, H, d, (float)(1.0 / sqrt((double)d)));
+    return vmax * (AT_ATOL + AT_LOGIT_EPS * cond);
+}
+
 static void test_attention(int64_t B, int64_t L, int H, int d, double amp)
 {
     char name[128];
@@ -523,13 +536,7 @@ static void test_attention(int64_t B, int64_t L, int H, int d, double amp)
                                                 .scale = (float)(1.0 / sqrt((double)d)),
                                                 .qkv = qkv, .out = out};
     run_ref(&op, ref);
-    double vmax = 0.0;
-    for (int64_t r = 0; r < B * L; r++)
-        for (int64_t c = 0; c < C; c++)
-            vmax = fmax(vmax, fabs((double)qkv[r * 3 * C + 2 * C + c]));
-    const double cond = attention_cond(qkv, B, L, H, d, op.u.attention.scale);
-    const double atol = vmax * (AT_ATOL + AT_LOGIT_EPS * cond);
-    check_threads("attention", name, &op, out, ref, no, AT_RTOL, atol);
+    check_threads("attention", name, &op, out, ref, no, AT_RTOL, attention_atol(qkv, B, L, H, d));
     free(qkv);
     free(out);
     free(ref);
@@ -558,12 +565,7 @@ static void test_attention16(int64_t B, int64_t L, int H, int d, int qkv16, int 
     op.u.attention = (mvrt_attention_params_t){.batch = B, .length = L, .heads = H, .head_dim = d,
                                                 .scale = (float)(1.0 / sqrt((double)d)), .qkv = qkv, .out = out};
     run_ref(&op, ref);
-    double vmax = 0.0;
-    for (int64_t r = 0; r < B * L; r++)
-        for (int64_t c = 0; c < C; c++)
-            vmax = fmax(vmax, fabs((double)qkv[r * 3 * C + 2 * C + c]));
-    const double cond = attention_cond(qkv, B, L, H, d, op.u.attention.scale);
-    const double atol = vmax * (AT_ATOL + AT_LOGIT_EPS * cond);
+    const double atol = attention_atol(qkv, B, L, H, d);
     op.u.attention.math = g_t16 == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : MVRT_MATH_BF16;
     if (qkv16)
         op.u.attention.qkv = (const float *)(const void *)qkv_h, op.u.attention.qkv16 = g_t16;
