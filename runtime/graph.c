@@ -1,16 +1,26 @@
 /* Graphs: a model planned for one batch and input size, then run many times.
  *
- * Building walks the model twice with the same emitter code: the first
- * pass ("plan") only records how large each workspace slot must be and the
- * largest op scratch; then one workspace is allocated; the second pass
- * ("emit") records the nodes with their final pointers. Running queues the
- * nodes; on backends with graph capture (CUDA/HIP) the first run is captured
- * and every run replays the captured graph.
+ * Building walks the model twice with the same emitter code. The first
+ * pass ("plan") hands out fake addresses: every workspace tensor an
+ * emitter asks for (buf) is a virtual buffer with an address range of its
+ * own, so the plan learns each one's size and, from the nodes whose
+ * parameters point into it, its live range (first to last node). Offsets
+ * are then assigned so that buffers whose live ranges overlap never share
+ * a byte and the others reuse the same memory (plan_offsets: largest
+ * first, each at the lowest offset that fits), one workspace is
+ * allocated, and the second pass ("emit") records the nodes with the
+ * final pointers. Nodes run in order on one stream (a GPU kernel launched
+ * as a dependent launch writes nothing before its grid-dependency wait:
+ * ops/common/gpu_vendor.h), so a node may overwrite what an earlier node
+ * read. The graph's input and output live for the whole graph and beyond
+ * (the caller writes and reads them between runs). Running queues the
+ * nodes; on backends with graph capture (CUDA/HIP) the first run is
+ * captured and every run replays the captured graph.
  *
  * Data layout inside a block (Bw sequences of L tokens, width C, h = C/2):
  *   X   (Bw, L, C)      the residual stream, updated in place
  *   T   (Bw, L, C)      LayerNorm output; attention output
- *   BIG (Bw, L, 4C)     in_proj output xz (C), qkv (3C), MLP hidden (4C)
+ *   XZ  (Bw, L, C)      in_proj output; QKV (Bw, L, 3C); MLP hidden (Bw, L, 4C)
  *   MX  (Bw, h, L)      silu(conv1d(x)), channel-major: the scan's u
  *   DBL (Bw, R+2N, L)   x_proj output per sequence: dt rows, B rows, C rows
  *   DT  (Bw, h, L)      dt_proj output: the scan's delta
@@ -29,12 +39,20 @@
 
 #define INVALID MVRT_ERR_INVALID_ARGUMENT
 
-enum slot_id {
-    SLOT_IN, SLOT_OUT,
-    SLOT_MAP0, SLOT_MAP1, SLOT_MAP2,
-    SLOT_X, SLOT_T, SLOT_BIG, SLOT_MX, SLOT_DBL, SLOT_DT, SLOT_YZ, SLOT_POOL,
-    SLOT_COUNT
-};
+/* The plan's fake address of virtual buffer k: VB_FAKE_BASE + k * 2^VB_SPAN_BITS
+ * (no buffer reaches 2^40 bytes: buf refuses one) */
+#define VB_FAKE_BASE ((uintptr_t)1 << 52)
+#define VB_SPAN_BITS 40
+#define VB_MAX ((size_t)1 << 11)
+_Static_assert(sizeof(uintptr_t) >= 8, "the plan's fake addresses need 64-bit pointers");
+
+/* A virtual buffer: bytes (a multiple of 256), the first and last node
+ * that reference it (first > last: none; pinned: the whole graph), and
+ * its offset in the workspace once planned. */
+typedef struct vbuf {
+    size_t bytes, first, last, offset;
+    int pinned;
+} vbuf_t;
 
 enum node_type { NODE_OP, NODE_SCAN, NODE_COPY };
 
@@ -60,7 +78,7 @@ struct mvrt_graph {
      * only ones whose fp16 range make_weights16 checks */
     struct weight_range { size_t offset, count; } *w16_ranges;
     size_t w16_count, w16_cap;
-    size_t slot_offset[SLOT_COUNT];       /* bytes */
+    size_t in_offset, out_offset;         /* bytes into the workspace */
     size_t scratch_offset, scratch_bytes;
     gnode_t *nodes;
     size_t count, cap;
@@ -75,24 +93,96 @@ struct mvrt_graph {
 typedef struct builder {
     mvrt_graph_t *g;
     int emit;                             /* 0: plan, 1: emit */
-    size_t slot_floats[SLOT_COUNT];
-    char *base;                           /* workspace base (a fake one while planning) */
+    vbuf_t *vb;                           /* the virtual buffers (the plan's; emit reads their offsets) */
+    size_t nvb, vb_cap;                   /* plan: how many; emit: how many handed out so far */
+    size_t nodes;                         /* plan: nodes added so far */
+    gnode_t pending;                      /* plan: the node last added (its references noted at the next) */
+    char *base;                           /* emit: the workspace's base */
     const float *weights;
     mvrt_status_t status;
     int store16;                          /* 16-bit storage type or 0 (see backend_takes_storage16) */
-    int map16;                            /* maps NHWC 16-bit: store16, or 0 (see map_slot) */
+    int map16;                            /* maps NHWC 16-bit: store16, or 0 (see map_buf) */
     int map16_declined;                   /* plan: the backend declined a map16 form */
     const uint16_t *weights16;            /* see use_weight16 (a fake base while planning) */
 } builder_t;
 
 /* ---- builder helpers ----------------------------------------------------- */
 
-/* A slot's start for a use of `floats` floats (records the need). */
-static float *slot(builder_t *b, int id, int64_t floats)
+/* A new workspace tensor of n elements, 16-bit ones when half (else
+ * floats): a virtual buffer (plan: with a fake address; emit: its planned
+ * place). Its memory is live from the first node that references it to
+ * the last, so a buffer is asked for where its producer is emitted. */
+static float *buf(builder_t *b, int64_t n, int half)
 {
-    if ((size_t)floats > b->slot_floats[id])
-        b->slot_floats[id] = (size_t)floats;
-    return (float *)(b->base + b->g->slot_offset[id]);
+    static float none;
+    if (b->status != MVRT_OK)
+        return &none;
+    const uint64_t bytes = ((uint64_t)n * (half ? 2u : 4u) + 255) & ~(uint64_t)255;
+    if (b->emit) {
+        if (b->nvb >= b->vb_cap) { /* the walks disagree: never expected */
+            b->status = mvrt_error_set(MVRT_ERR_INTERNAL, "mvrt_graph_create: the emit pass asked for more buffers "
+                                                          "than the plan");
+            return &none;
+        }
+        return (float *)(b->base + b->vb[b->nvb++].offset);
+    }
+    if (n < 0 || n > ((int64_t)1 << 37) || bytes >= ((uint64_t)1 << VB_SPAN_BITS)) {
+        b->status = mvrt_error_set(INVALID, "mvrt_graph_create: a workspace tensor of %lld elements is too large "
+                                            "(batch or input size)", (long long)n);
+        return &none;
+    }
+    if (b->nvb == b->vb_cap) {
+        const size_t cap = b->vb_cap ? 2 * b->vb_cap : 64;
+        vbuf_t *v = cap <= VB_MAX ? mvrt_rt_realloc(b->vb, cap * sizeof *v) : NULL;
+        if (!v) {
+            b->status = cap <= VB_MAX ? mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory")
+                                      : mvrt_error_set(MVRT_ERR_INTERNAL, "mvrt_graph_create: more than %zu "
+                                                                          "workspace tensors", VB_MAX);
+            return &none;
+        }
+        b->vb = v, b->vb_cap = cap;
+    }
+    b->vb[b->nvb] = (vbuf_t){(size_t)bytes, SIZE_MAX, 0, 0, 0};
+    return (float *)(VB_FAKE_BASE + ((uintptr_t)b->nvb++ << VB_SPAN_BITS));
+}
+
+/* Plan: the virtual buffer that p points into, or -1. */
+static long vb_of(const builder_t *b, uintptr_t p)
+{
+    if (p < VB_FAKE_BASE)
+        return -1;
+    const uintptr_t k = (p - VB_FAKE_BASE) >> VB_SPAN_BITS;
+    return k < b->nvb ? (long)k : -1;
+}
+
+/* Plan: node `index` references every virtual buffer that a pointer in
+ * its parameters points into (read as aligned words: a word that only
+ * looks like such a pointer lengthens a live range, which costs memory,
+ * never correctness). */
+static void note_refs(builder_t *b, const gnode_t *n, size_t index)
+{
+    const unsigned char *bytes = (const unsigned char *)n;
+    for (size_t at = 0; at + sizeof(uintptr_t) <= sizeof *n; at += sizeof(uintptr_t)) {
+        uintptr_t w;
+        memcpy(&w, bytes + at, sizeof w);
+        const long k = vb_of(b, w);
+        if (k < 0)
+            continue;
+        vbuf_t *v = &b->vb[k];
+        if (v->first > index)
+            v->first = index;
+        if (v->last < index)
+            v->last = index;
+    }
+}
+
+/* Plan: a buffer the caller reads or writes between runs (the graph's
+ * input and output): live over the whole graph. */
+static void pin(builder_t *b, const float *p)
+{
+    const long k = b->emit ? -1 : vb_of(b, (uintptr_t)p);
+    if (k >= 0)
+        b->vb[k].pinned = 1;
 }
 
 static const float *weight(builder_t *b, const char *prefix, const char *leaf)
@@ -136,6 +226,16 @@ static int use_weight16(builder_t *b, const float **w, int64_t count)
 static gnode_t *add_node(builder_t *b, int type)
 {
     static gnode_t dummy;
+    if (!b->emit && b->status == MVRT_OK) {
+        /* the previous node is complete now (callers fill a node right
+         * after adding it) */
+        if (b->nodes)
+            note_refs(b, &b->pending, b->nodes - 1);
+        b->nodes++;
+        memset(&b->pending, 0, sizeof b->pending);
+        b->pending.type = type;
+        return &b->pending;
+    }
     if (!b->emit || b->status != MVRT_OK)
         return memset(&dummy, 0, sizeof dummy);
     mvrt_graph_t *g = b->g;
@@ -367,9 +467,9 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
             return;
         }
     }
-    float *T = slot(b, SLOT_T, M * C);
-    float *H = slot(b, SLOT_BIG, M * hidden);
     const int s16 = store16(b);
+    float *T = buf(b, M * C, s16);      /* norm2's output (unless folded) */
+    float *H = buf(b, M * hidden, s16); /* the hidden layer */
     op_norm_dense(b, M, hidden, C, X, T, H, p, "norm2", "mlp.fc1", 1, MVRT_ACT_GELU_ERF,
                   s16 ? DENSE_A16 | DENSE_Y16 : 0);
     op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, X, s16 ? DENSE_A16 : 0);
@@ -453,15 +553,15 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
 {
     const mvrt_model_config_t *cfg = &b->g->model->config;
     int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
-    float *T = slot(b, SLOT_T, M * C);
-    float *XZ = slot(b, SLOT_BIG, M * C);
-    float *MX = slot(b, SLOT_MX, Bw * h * L);
-    float *DBL = slot(b, SLOT_DBL, Bw * E * L);
-    float *DT = slot(b, SLOT_DT, Bw * h * L);
-    float *YZ = slot(b, SLOT_YZ, Bw * C * L);
+    const int s16 = store16(b);
+    float *T = buf(b, M * C, s16); /* norm1's output (unless folded) */
+    float *XZ = buf(b, M * C, 0);
+    float *MX = buf(b, Bw * h * L, 0);
+    float *DBL = buf(b, Bw * E * L, 0);
+    float *DT = buf(b, Bw * h * L, 0);
+    float *YZ = buf(b, Bw * C * L, 0);
     mvrt_op_params_t op;
 
-    const int s16 = store16(b);
     op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE, s16 ? DENSE_A16 : 0);
 
     const int dt_is_step = emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
@@ -508,14 +608,13 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
                                  int heads, const float *X_in, float *X)
 {
     int64_t M = Bw * L;
-    float *T = slot(b, SLOT_T, M * C);
-    float *QKV = slot(b, SLOT_BIG, M * 3 * C);
     const int s16 = store16(b);
+    float *T = buf(b, M * C, s16); /* norm1's output (unless folded) */
     mvrt_op_params_t op = {.kind = MVRT_OP_ATTENTION};
     mvrt_attention_params_t *a = &op.u.attention;
     a->batch = Bw, a->length = L, a->heads = heads, a->head_dim = (int)(C / heads);
     a->scale = (float)(1.0 / sqrt((double)a->head_dim));
-    a->qkv = QKV, a->out = T;
+    a->qkv = a->out = T; /* stand-ins for the question below; the buffers follow from its answer */
     a->math = b->g->opt.math;
     /* q, k, v and the attention output in 16 bits where the backend's
      * attention takes them (then only 16-bit kernels touch them: the qkv
@@ -527,10 +626,13 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
             a->qkv16 = a->out16 = 0;
     }
     const int io16 = a->qkv16 != 0;
+    float *QKV = buf(b, M * 3 * C, io16);
+    float *O = buf(b, M * C, io16); /* the attention's output */
+    a->qkv = QKV, a->out = O;
     op_norm_dense(b, M, 3 * C, C, X_in, T, QKV, p, "norm1", "mixer.qkv", b->g->model->config.qkv_bias, MVRT_ACT_NONE,
                   s16 ? DENSE_A16 | (io16 ? DENSE_Y16 : 0) : 0);
     add_op(b, &op);
-    op_dense(b, M, C, C, T, X, p, "mixer.proj", 1, MVRT_ACT_NONE, X_in, io16 ? DENSE_A16 : 0);
+    op_dense(b, M, C, C, O, X, p, "mixer.proj", 1, MVRT_ACT_NONE, X_in, io16 ? DENSE_A16 : 0);
     emit_mlp(b, p, M, C, X);
 }
 
@@ -572,22 +674,38 @@ static int64_t down(int64_t n)
     return (n + 2 - 3) / 2 + 1;
 }
 
-/* A map of n elements in slot id: NHWC 16-bit (n / 2 floats' room) when the
- * builder's maps are 16-bit, else NCHW floats. */
-static float *map_slot(builder_t *b, int id, int64_t n)
+/* A new map of n elements: NHWC 16-bit when the builder's maps are
+ * 16-bit, else NCHW floats. */
+static float *map_buf(builder_t *b, int64_t n)
 {
-    return slot(b, id, b->map16 ? (n + 1) / 2 : n);
+    return buf(b, n, b->map16 != 0);
 }
 
-/* A map slot that holds none of the given pointers. */
-static int free_map(builder_t *b, const float *a, const float *c)
+/* Image `image` of a tensor of per_image elements per image (16-bit ones
+ * when half, else floats). */
+static float *image_at(const float *p, int64_t image, int64_t per_image, int half)
 {
-    for (int id = SLOT_MAP0; id <= SLOT_MAP2; id++) {
-        const float *s = (const float *)(b->base + b->g->slot_offset[id]);
-        if (s != a && s != c)
-            return id;
-    }
-    return SLOT_MAP2; /* unreachable: three slots, two excluded */
+    return (float *)((const char *)p + (size_t)(image * per_image) * (half ? 2u : 4u));
+}
+
+/* Where a run of convs over the batch is split in two: the stem and each
+ * ConvBlock run as two halves when the batch is 64 or more, so that their
+ * intermediate map (the stem's first output, a block's conv1 output) is
+ * held for one half only, which lowers the workspace's peak (set by the
+ * first conv stage: MambaVision-B, bf16, batch 256: 735 -> 637 MiB)
+ * while each half still fills the GPU (32+ images of 56x56 or more).
+ * Returns the second half's first image, or 0 for no split (also when a
+ * half would start off a 256-byte boundary of a tensor of
+ * per_image_bytes[i] bytes per image). */
+static int64_t batch_split(int64_t batch, const int64_t *per_image_bytes, int n)
+{
+    if (batch < 64)
+        return 0;
+    const int64_t half = batch / 2;
+    for (int i = 0; i < n; i++)
+        if ((half * per_image_bytes[i]) % 256 != 0)
+            return 0;
+    return half;
 }
 
 /* One stage on the map `src` (batch, C, H, W). Returns the result map and
@@ -599,19 +717,26 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
     const float *cur = src;
     char q[MV_PARAM_NAME_MAX];
     if (s->conv) {
+        const int64_t img = C * H * W, img_bytes = img * (b->map16 ? 2 : 4);
+        const int64_t split = batch_split(batch, &img_bytes, 1);
         for (int i = 0; i < s->depth; i++) {
             snprintf(q, sizeof q, "%sblocks.%d.", p, i);
-            float *t = map_slot(b, free_map(b, cur, NULL), batch * C * H * W);
-            op_conv(b, q, "conv1", 1, batch, C, H, W, C, 1, cur, t, NULL, MVRT_ACT_GELU_TANH, 1);
-            float *y = map_slot(b, free_map(b, cur, t), batch * C * H * W);
-            op_conv(b, q, "conv2", 1, batch, C, H, W, C, 1, t, y, cur, MVRT_ACT_NONE, 1);
+            float *y = map_buf(b, batch * img);
+            float *t = map_buf(b, (batch - split) * img); /* conv1's output, one half at a time */
+            for (int64_t i0 = 0; i0 < batch; i0 = split && i0 < split ? split : batch) {
+                const int64_t n = split ? (i0 ? batch - split : split) : batch;
+                op_conv(b, q, "conv1", 1, n, C, H, W, C, 1, image_at(cur, i0, img, b->map16), t, NULL,
+                        MVRT_ACT_GELU_TANH, 1);
+                op_conv(b, q, "conv2", 1, n, C, H, W, C, 1, t, image_at(y, i0, img, b->map16),
+                        image_at(cur, i0, img, b->map16), MVRT_ACT_NONE, 1);
+            }
             cur = y;
         }
     } else if (s->depth > 0) {
         int ws = s->window;
         int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
         int64_t Bw = batch * nh * nw, L = (int64_t)ws * ws;
-        float *X = slot(b, SLOT_X, Bw * L * C);
+        float *X = buf(b, Bw * L * C, 0);
         mvrt_op_params_t op = {.kind = MVRT_OP_WINDOW_PARTITION};
         mvrt_window_params_t *w = &op.u.window;
         w->batch = batch, w->channels = C, w->height = H, w->width = W, w->window = ws;
@@ -625,14 +750,14 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
             else
                 emit_mixer_block(b, q, Bw, L, C, X, X);
         }
-        float *y = map_slot(b, free_map(b, cur, NULL), batch * C * H * W);
+        float *y = map_buf(b, batch * C * H * W);
         op.kind = MVRT_OP_WINDOW_REVERSE;
         w->src = X, w->dst = y;
         add_op(b, &op);
         cur = y;
     }
     if (s->downsample) {
-        float *y = map_slot(b, free_map(b, cur, NULL), batch * 2 * C * down(H) * down(W));
+        float *y = map_buf(b, batch * 2 * C * down(H) * down(W));
         snprintf(q, sizeof q, "%sdownsample.reduction.0", p);
         op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE, 1);
         cur = y;
@@ -647,12 +772,12 @@ static void emit_all(builder_t *b)
     mvrt_graph_t *g = b->g;
     const mvrt_model_config_t *c = &g->model->config;
     int64_t batch = g->opt.batch;
-    float *in = slot(b, SLOT_IN, g->in_shape[0] * g->in_shape[1] * g->in_shape[2] *
-                                     (g->in_rank == 4 ? g->in_shape[3] : 1));
+    float *in = buf(b, g->in_shape[0] * g->in_shape[1] * g->in_shape[2] * (g->in_rank == 4 ? g->in_shape[3] : 1), 0);
     int64_t out_n = 1;
     for (int i = 0; i < g->out_rank; i++)
         out_n *= g->out_shape[i];
-    float *out = slot(b, SLOT_OUT, out_n);
+    float *out = buf(b, out_n, 0);
+    pin(b, in), pin(b, out);
     switch (c->kind) {
     case MVRT_MODEL_MIXER_BLOCK:
     case MVRT_MODEL_ATTENTION_BLOCK: {
@@ -675,14 +800,21 @@ static void emit_all(builder_t *b)
     }
     case MVRT_MODEL_NETWORK: {
         int64_t H = g->opt.height, W = g->opt.width, C;
-        float *m0 = map_slot(b, SLOT_MAP0, batch * c->in_dim * down(H) * down(W));
-        op_conv(b, "patch_embed.conv_down.", "0", 1, batch, c->in_chans, H, W, c->in_dim, 2, in, m0, NULL,
-                MVRT_ACT_RELU, 0);
-        H = down(H), W = down(W);
-        float *m1 = map_slot(b, SLOT_MAP1, batch * c->dim * down(H) * down(W));
-        op_conv(b, "patch_embed.conv_down.", "3", 1, batch, c->in_dim, H, W, c->dim, 2, m0, m1, NULL,
-                MVRT_ACT_RELU, 1);
-        H = down(H), W = down(W), C = c->dim;
+        /* the stem's two convs, in two halves at large batches (batch_split) */
+        const int64_t in_img = c->in_chans * H * W, m0_img = c->in_dim * down(H) * down(W);
+        const int64_t m1_img = c->dim * down(down(H)) * down(down(W));
+        const int64_t img_bytes[2] = {in_img * 4, m1_img * (b->map16 ? 2 : 4)};
+        const int64_t split = batch_split(batch, img_bytes, 2);
+        float *m1 = map_buf(b, batch * m1_img);
+        float *m0 = map_buf(b, (batch - split) * m0_img);
+        for (int64_t i0 = 0; i0 < batch; i0 = split && i0 < split ? split : batch) {
+            const int64_t n = split ? (i0 ? batch - split : split) : batch;
+            op_conv(b, "patch_embed.conv_down.", "0", 1, n, c->in_chans, H, W, c->in_dim, 2, image_at(in, i0, in_img, 0),
+                    m0, NULL, MVRT_ACT_RELU, 0);
+            op_conv(b, "patch_embed.conv_down.", "3", 1, n, c->in_dim, down(H), down(W), c->dim, 2, m0,
+                    image_at(m1, i0, m1_img, b->map16), NULL, MVRT_ACT_RELU, 1);
+        }
+        H = down(down(H)), W = down(down(W)), C = c->dim;
         float *cur = m1;
         for (int level = 0; level < 4; level++) {
             char p[32];
@@ -691,7 +823,7 @@ static void emit_all(builder_t *b)
             snprintf(p, sizeof p, "levels.%d.", level);
             cur = emit_stage(b, p, &s, batch, cur, &C, &H, &W);
         }
-        float *pooled = slot(b, SLOT_POOL, batch * C);
+        float *pooled = buf(b, batch * C, 0);
         mvrt_op_params_t op = {.kind = MVRT_OP_AFFINE_AVGPOOL};
         op.u.pool.batch = batch, op.u.pool.channels = C, op.u.pool.spatial = H * W;
         op.u.pool.x = cur, op.u.pool.y = pooled;
@@ -706,6 +838,116 @@ static void emit_all(builder_t *b)
         break;
     }
     }
+}
+
+/* ---- workspace plan ------------------------------------------------------ */
+
+/* Placement orders tried by plan_offsets (each a qsort comparator over
+ * vbuf_t pointers; ties in the order asked for, so a plan is stable). */
+static int tie(const vbuf_t *a, const vbuf_t *c) { return a < c ? -1 : a > c; }
+static size_t first_of(const vbuf_t *a) { return a->pinned ? 0 : a->first; }
+static size_t last_of(const vbuf_t *a) { return a->pinned ? SIZE_MAX : a->last; }
+
+static int by_size(const void *x, const void *y) /* largest first */
+{
+    const vbuf_t *a = *(vbuf_t *const *)x, *c = *(vbuf_t *const *)y;
+    if (a->pinned != c->pinned)
+        return c->pinned - a->pinned;
+    return a->bytes != c->bytes ? (a->bytes < c->bytes ? 1 : -1) : tie(a, c);
+}
+
+static int by_first_use(const void *x, const void *y) /* in the order the nodes need them */
+{
+    const vbuf_t *a = *(vbuf_t *const *)x, *c = *(vbuf_t *const *)y;
+    if (first_of(a) != first_of(c))
+        return first_of(a) < first_of(c) ? -1 : 1;
+    return a->bytes != c->bytes ? (a->bytes < c->bytes ? 1 : -1) : tie(a, c);
+}
+
+static int by_last_use(const void *x, const void *y) /* from the end of the graph backwards */
+{
+    const vbuf_t *a = *(vbuf_t *const *)x, *c = *(vbuf_t *const *)y;
+    if (last_of(a) != last_of(c))
+        return last_of(a) > last_of(c) ? -1 : 1;
+    return a->bytes != c->bytes ? (a->bytes < c->bytes ? 1 : -1) : tie(a, c);
+}
+
+static int by_offset(const void *x, const void *y)
+{
+    const vbuf_t *a = *(vbuf_t *const *)x, *c = *(vbuf_t *const *)y;
+    return a->offset < c->offset ? -1 : a->offset > c->offset;
+}
+
+/* Places order[0..live) in that order, each at the lowest offset where it
+ * shares no byte with a placed buffer live at the same time; returns the
+ * bytes they span. clash: room for live pointers. */
+static size_t place(vbuf_t **order, size_t live, vbuf_t **clash)
+{
+    size_t end = 0;
+    for (size_t i = 0; i < live; i++) {
+        vbuf_t *v = order[i];
+        size_t m = 0;
+        for (size_t j = 0; j < i; j++)
+            if (first_of(v) <= last_of(order[j]) && first_of(order[j]) <= last_of(v))
+                clash[m++] = order[j];
+        qsort(clash, m, sizeof *clash, by_offset);
+        size_t at = 0;
+        for (size_t j = 0; j < m && clash[j]->offset < at + v->bytes; j++)
+            if (clash[j]->offset + clash[j]->bytes > at)
+                at = clash[j]->offset + clash[j]->bytes;
+        v->offset = at;
+        if (at + v->bytes > end)
+            end = at + v->bytes;
+    }
+    return end;
+}
+
+/* Offsets for the n virtual buffers such that two live at the same time
+ * (their node ranges meet, or either is pinned) share no byte; buffers no
+ * node references take no room. First-fit placement in each of a few
+ * orders, keeping the one that spans the fewest bytes (no order is best
+ * for every model: a larger buffer placed early can leave a gap that the
+ * next stage's buffers do not fit). *total: the bytes they span. */
+static mvrt_status_t plan_offsets(vbuf_t *vb, size_t n, size_t *total)
+{
+    static int (*const orders[])(const void *, const void *) = {by_size, by_first_use, by_last_use};
+    vbuf_t **order = mvrt_rt_calloc(n ? n : 1, sizeof *order);
+    vbuf_t **clash = mvrt_rt_calloc(n ? n : 1, sizeof *clash);
+    size_t *best = mvrt_rt_calloc(n ? n : 1, sizeof *best);
+    if (!order || !clash || !best) {
+        free(order), free(clash), free(best);
+        return mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
+    }
+    size_t live = 0, best_end = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        vb[i].offset = 0;
+        if (vb[i].pinned || vb[i].first <= vb[i].last)
+            order[live++] = &vb[i];
+    }
+    for (size_t k = 0; k < sizeof orders / sizeof *orders; k++) {
+        qsort(order, live, sizeof *order, orders[k]);
+        const size_t end = place(order, live, clash);
+        if (end < best_end) {
+            best_end = end;
+            for (size_t i = 0; i < n; i++)
+                best[i] = vb[i].offset;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        vb[i].offset = best[i];
+    /* the one property a wrong plan would break, checked (n is small) */
+    mvrt_status_t st = MVRT_OK;
+    for (size_t i = 0; i < live && st == MVRT_OK; i++)
+        for (size_t j = i + 1; j < live && st == MVRT_OK; j++) {
+            const vbuf_t *a = order[i], *c = order[j];
+            if (first_of(a) <= last_of(c) && first_of(c) <= last_of(a) && a->offset < c->offset + c->bytes &&
+                c->offset < a->offset + a->bytes)
+                st = mvrt_error_set(MVRT_ERR_INTERNAL, "mvrt_graph_create: the workspace plan overlaps two "
+                                                       "tensors in use at the same time");
+        }
+    free(order), free(clash), free(best);
+    *total = live ? best_end : 0;
+    return st;
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -816,8 +1058,8 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
         return st;
     }
 
-    /* Plan: slot sizes with a fake base (no pointer is dereferenced). */
-    /* plan and emit passes must agree on the op forms */
+    /* Plan: sizes and live ranges with fake addresses (no pointer is
+     * dereferenced); plan and emit passes must agree on the op forms */
     const int math = g->opt.math;
     const int type16 = math == MVRT_MATH_BF16 ? MVRT_STORAGE16_BF16 : math == MVRT_MATH_FP16 ? MVRT_STORAGE16_F16 : 0;
     const int s16 = type16 && backend_takes_storage16(g->backend, type16) ? type16 : 0;
@@ -827,47 +1069,50 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     /* 16-bit weights rounded once here, not on every run (a fake base while planning) */
     const uint16_t *fake16 =
         s16 && backend_takes_weights16(g->backend, math, s16) ? (const uint16_t *)(uintptr_t)0x200000 : NULL;
-    builder_t b = {g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, map16, 0,
-                   fake16};
+    builder_t b = {.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = map16,
+                   .weights16 = fake16};
     emit_all(&b);
     if (b.status == MVRT_OK && b.map16_declined) {
         g->scratch_bytes = 0;
         g->w16_count = 0;
-        b = (builder_t){g, 0, {0}, (char *)(uintptr_t)0x100000, mvrt_buffer_data(model->weights), MVRT_OK, s16, 0, 0,
-                        fake16};
+        free(b.vb);
+        b = (builder_t){.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .weights16 = fake16};
         emit_all(&b);
     }
+    if (b.status == MVRT_OK && b.nodes)
+        note_refs(&b, &b.pending, b.nodes - 1);
+    size_t total = 0;
+    if (b.status == MVRT_OK)
+        b.status = plan_offsets(b.vb, b.nvb, &total);
     if (b.status) {
-        free(g->w16_ranges), free(g);
+        free(b.vb), free(g->w16_ranges), free(g);
         return b.status;
     }
-    size_t total = 0;
-    for (int i = 0; i < SLOT_COUNT; i++) {
-        g->slot_offset[i] = total;
-        size_t bytes = (b.slot_floats[i] * sizeof(float) + 255) & ~(size_t)255;
-        if (bytes / sizeof(float) < b.slot_floats[i]) {
-            free(g->w16_ranges), free(g);
-            return mvrt_error_set(INVALID, "%s: the workspace size overflows", fn);
-        }
-        total += bytes;
-    }
+    /* emit_all asks for the input first, the output second */
+    g->in_offset = b.vb[0].offset, g->out_offset = b.vb[1].offset;
     g->scratch_offset = total;
     total += (g->scratch_bytes + 255) & ~(size_t)255;
     g->workspace_bytes = total;
     st = mvrt_buffer_alloc(g->backend, total ? total : 256, &g->workspace);
     if (st) {
-        free(g->w16_ranges), free(g);
+        free(b.vb), free(g->w16_ranges), free(g);
         return st;
     }
     if (fake16 && (st = make_weights16(g, s16)) != MVRT_OK) {
+        free(b.vb);
         mvrt_graph_destroy(g);
         return st;
     }
 
-    /* Emit: the same walk with the real bases. */
-    builder_t e = {g, 1, {0}, mvrt_buffer_data(g->workspace), mvrt_buffer_data(model->weights), MVRT_OK, s16,
-                   b.map16, 0, g->weights16 ? mvrt_buffer_data(g->weights16) : NULL};
+    /* Emit: the same walk with the planned places. */
+    builder_t e = {.g = g, .emit = 1, .vb = b.vb, .vb_cap = b.nvb, .base = mvrt_buffer_data(g->workspace),
+                   .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = b.map16,
+                   .weights16 = g->weights16 ? mvrt_buffer_data(g->weights16) : NULL};
     emit_all(&e);
+    free(b.vb);
+    if (e.status == MVRT_OK && e.nvb != b.nvb)
+        e.status = mvrt_error_set(MVRT_ERR_INTERNAL, "%s: the emit pass asked for %zu buffers, the plan %zu", fn,
+                                  e.nvb, b.nvb);
     if (e.status) {
         mvrt_graph_destroy(g);
         return e.status;
@@ -890,16 +1135,16 @@ void mvrt_graph_destroy(mvrt_graph_t *graph)
     free(graph);
 }
 
-static mvrt_tensor_t slot_tensor(const mvrt_graph_t *g, int id, int32_t rank, const int64_t *shape)
+static mvrt_tensor_t workspace_tensor(const mvrt_graph_t *g, size_t offset, int32_t rank, const int64_t *shape)
 {
-    return mvrt_tensor_make(g->workspace, g->slot_offset[id], MVRT_DTYPE_F32, rank, shape);
+    return mvrt_tensor_make(g->workspace, offset, MVRT_DTYPE_F32, rank, shape);
 }
 
 mvrt_status_t mvrt_graph_input(const mvrt_graph_t *graph, mvrt_tensor_t *out_tensor)
 {
     if (!graph || !out_tensor)
         return mvrt_error_set(INVALID, "mvrt_graph_input: %s is NULL", !graph ? "graph" : "out_tensor");
-    *out_tensor = slot_tensor(graph, SLOT_IN, graph->in_rank, graph->in_shape);
+    *out_tensor = workspace_tensor(graph, graph->in_offset, graph->in_rank, graph->in_shape);
     return MVRT_OK;
 }
 
@@ -907,7 +1152,7 @@ mvrt_status_t mvrt_graph_output(const mvrt_graph_t *graph, mvrt_tensor_t *out_te
 {
     if (!graph || !out_tensor)
         return mvrt_error_set(INVALID, "mvrt_graph_output: %s is NULL", !graph ? "graph" : "out_tensor");
-    *out_tensor = slot_tensor(graph, SLOT_OUT, graph->out_rank, graph->out_shape);
+    *out_tensor = workspace_tensor(graph, graph->out_offset, graph->out_rank, graph->out_shape);
     return MVRT_OK;
 }
 
@@ -979,7 +1224,7 @@ mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream, const m
     char *ws = mvrt_buffer_data(graph->workspace);
     if (input) {
         size_t bytes = (size_t)mvrt_tensor_numel(input) * sizeof(float);
-        st = be->vt->copy_d2d(be->device, s, ws + graph->slot_offset[SLOT_IN],
+        st = be->vt->copy_d2d(be->device, s, ws + graph->in_offset,
                               (char *)mvrt_buffer_data(input->buffer) + input->offset, bytes);
         if (st)
             return st;
@@ -1017,7 +1262,7 @@ mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream, const m
         for (int i = 0; i < graph->out_rank; i++)
             n *= graph->out_shape[i];
         st = be->vt->copy_d2d(be->device, s, (char *)mvrt_buffer_data(output->buffer) + output->offset,
-                              ws + graph->slot_offset[SLOT_OUT], (size_t)n * sizeof(float));
+                              ws + graph->out_offset, (size_t)n * sizeof(float));
         if (st)
             return st;
     }

@@ -665,6 +665,90 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
     mvrt_backend_close(cpu);
 }
 
+/* Batches of 64+ images run the stem and the ConvBlocks in two halves
+ * (runtime/graph.c, batch_split): every image, on either side of the
+ * split, gets the logits it gets alone. Batch 65 splits 32 + 33. */
+static void test_network_batch_split(mvrt_backend_t *be)
+{
+    mvrt_model_config_t c = small_network();
+    mvrt_model_t *m = NULL;
+    CHECK_OK(mvrt_model_init_random(be, &c, 7, &m));
+    mvrt_stream_t *s = NULL;
+    CHECK_OK(mvrt_stream_create(be, &s));
+    if (!m || !s)
+        goto done;
+    enum { BATCH = 65, SIDE = 32, CLASSES = 7 };
+    const int64_t img = 3 * SIDE * SIDE;
+    float *in = malloc((size_t)(BATCH * img) * 4), *all = malloc(BATCH * CLASSES * 4), *one = malloc(CLASSES * 4);
+    fill(in, BATCH * img, 11);
+    static const int images[] = {0, 31, 32, 33, 64};
+    for (int math = 0; math <= 2; math += 2) {
+        mvrt_graph_options_t o = {BATCH, SIDE, SIDE, 0, math}, o1 = {1, SIDE, SIDE, 0, math};
+        mvrt_graph_t *g = NULL, *g1 = NULL;
+        CHECK_OK(mvrt_graph_create(m, &o, &g));
+        CHECK_OK(mvrt_graph_create(m, &o1, &g1));
+        if (g && g1) {
+            CHECK_OK(run_host(g, s, in, all));
+            /* fp32: rounding only (GEMM blocking may differ with M); bf16:
+             * an activation rounded to 8 bits may land one step apart */
+            const double tol = math ? 1e-2 : 1e-4;
+            double worst = 0, scale = 0, apart = 0;
+            for (size_t k = 0; k < sizeof images / sizeof *images; k++) {
+                const int i = images[k];
+                CHECK_OK(run_host(g1, s, in + i * img, one));
+                double sc;
+                const double d = max_diff(one, all + i * CLASSES, CLASSES, &sc);
+                worst = d > worst || d != d ? d : worst;
+                scale = sc > scale ? sc : scale;
+                double dummy;
+                const double a = max_diff(all + i * CLASSES, all + ((i + 1) % BATCH) * CLASSES, CLASSES, &dummy);
+                apart = k == 0 || a < apart ? a : apart;
+            }
+            fprintf(stderr, "batch %d (split) vs batch 1, math %d: max diff %.3e, images apart >= %.3e "
+                            "(max |logit| %.3e)\n", BATCH, math, worst, apart, scale);
+            CHECK(worst <= tol * (scale > 1 ? scale : 1));
+            /* neighbouring images' logits differ by far more than the
+             * tolerance: a half run on the wrong images would fail */
+            CHECK(apart > 10 * tol * (scale > 1 ? scale : 1));
+        }
+        mvrt_graph_destroy(g);
+        mvrt_graph_destroy(g1);
+    }
+    free(in), free(all), free(one);
+done:
+    mvrt_stream_destroy(s);
+    mvrt_model_destroy(m);
+}
+
+/* The workspace holds only the tensors in use at the same time
+ * (runtime/graph.c, plan_offsets): for MambaVision-T in fp32 at batch 64
+ * on the CPU (no op scratch there) that peak is the input plus the first
+ * ConvBlock's input and output maps and its conv1 output for half the
+ * batch; a plan that gave every tensor its own room, or overlapped two in
+ * use together, would land outside these bounds. */
+static void test_workspace_plan(mvrt_backend_t *be)
+{
+    mvrt_model_config_t c;
+    CHECK_OK(mvrt_model_config_preset("T", &c));
+    mvrt_model_t *m = NULL;
+    CHECK_OK(mvrt_model_init_random(be, &c, 1, &m));
+    mvrt_graph_options_t o = {64, 224, 224, 0, 0};
+    mvrt_graph_t *g = NULL;
+    if (m)
+        CHECK_OK(mvrt_graph_create(m, &o, &g));
+    if (g) {
+        mvrt_graph_stats_t st;
+        CHECK_OK(mvrt_graph_get_stats(g, &st));
+        const double input = 64.0 * 3 * 224 * 224 * 4, map = 64.0 * 80 * 56 * 56 * 4;
+        const double peak = input + 2.5 * map;
+        fprintf(stderr, "T fp32 batch 64 workspace %.1f MiB, live peak %.1f MiB\n", st.workspace_bytes / 1048576.0,
+                peak / 1048576.0);
+        CHECK(st.workspace_bytes >= peak && st.workspace_bytes <= peak + 1048576.0);
+    }
+    mvrt_graph_destroy(g);
+    mvrt_model_destroy(m);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -678,6 +762,9 @@ int main(int argc, char **argv)
     test_load_errors(be);
     test_blocks(be);
     test_network_graphs(be);
+    test_network_batch_split(be);
+    if (strcmp(mvrt_backend_name(be), "cpu") == 0)
+        test_workspace_plan(be);
     test_presets(be);
     if (strcmp(mvrt_backend_name(be), "cpu") != 0) {
         test_blocks_vs_cpu(be);
