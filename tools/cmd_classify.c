@@ -34,7 +34,9 @@ static void classify_usage(FILE *to)
             "top-K ImageNet-1k classes of each with their probabilities.\n"
             "  --weights FILE     .safetensors of the model (tools/convert_checkpoint.py);\n"
             "                     without it the weights are seeded and the labels meaningless\n"
-            "  --config NAME      T (default), T2, S, B, L, L2\n"
+            "  --config NAME      T (default), T2, S, B, L, L2, or a .json file holding a\n"
+            "                     whole-model config in the golden files' form (\"kind\":\n"
+            "                     \"model\", its square \"image\" size: T's transform at that size)\n"
             "  --backend NAME     auto (default), cpu, cuda, cuda:N, hip\n"
             "  --top K            classes per file (default 5)\n"
             "  --batch N          images per graph run (default 8 on the CPU, 64 on a GPU)\n"
@@ -45,6 +47,40 @@ static void classify_usage(FILE *to)
             "                     tensor \"input\", N x 3 x H x W) to compare with another pipeline\n"
             "Exit status: 0 all files classified, 1 some failed, 2 usage error, 77 backend\n"
             "unavailable.\n");
+}
+
+/* --config FILE.json: a whole-model config in the golden files' JSON form
+ * (mvrt_model_config_from_json) with a square "image" size, preprocessed
+ * as T's pretrained transform at that size. 0, or -1 with a message. */
+static int config_from_file(const char *path, mvrt_model_config_t *cfg, mvrt_preprocess_t *pp)
+{
+    char why[256];
+    size_t size = 0;
+    char *json = mvrt_read_file(path, 1 << 20, &size, why, sizeof why);
+    if (!json) {
+        fprintf(stderr, "mvrt classify: --config %s: %s\n", path, why);
+        return -1;
+    }
+    int64_t h = 0, w = 0;
+    mvrt_status_t st = mvrt_model_config_from_json(json, cfg, NULL, &h, &w, NULL);
+    free(json);
+    if (st == MVRT_OK && cfg->kind != MVRT_MODEL_NETWORK) {
+        fprintf(stderr, "mvrt classify: --config %s: not a whole model (\"kind\": \"model\")\n", path);
+        return -1;
+    }
+    if (st == MVRT_OK && (h < 1 || h != w || h > 4096)) {
+        fprintf(stderr, "mvrt classify: --config %s: needs a square \"image\" size up to 4096 (it has %lld x %lld)\n",
+                path, (long long)h, (long long)w);
+        return -1;
+    }
+    if (st == MVRT_OK)
+        st = mvrt_preprocess_for_config("T", pp);
+    if (st != MVRT_OK) {
+        fprintf(stderr, "mvrt classify: --config %s: %s\n", path, mvrt_last_error());
+        return -1;
+    }
+    pp->image_size = (int32_t)h;
+    return 0;
 }
 
 /* ---- file list ---- */
@@ -294,8 +330,14 @@ int mvrt_cmd_classify(int argc, char **argv)
         return 2;
     }
     mvrt_preprocess_t pp;
-    if (mvrt_model_config_preset(config, &spec.config) != MVRT_OK ||
-        mvrt_preprocess_for_config(config, &pp) != MVRT_OK) {
+    const size_t config_len = strlen(config);
+    if (config_len > 5 && !strcmp(config + config_len - 5, ".json")) {
+        if (config_from_file(config, &spec.config, &pp) != 0) {
+            strlist_free(&files);
+            return 2;
+        }
+    } else if (mvrt_model_config_preset(config, &spec.config) != MVRT_OK ||
+               mvrt_preprocess_for_config(config, &pp) != MVRT_OK) {
         fprintf(stderr, "mvrt classify: %s\n", mvrt_last_error());
         strlist_free(&files);
         return 2;
@@ -345,6 +387,11 @@ int mvrt_cmd_classify(int argc, char **argv)
         return st == MVRT_ERR_UNAVAILABLE ? 77 : 1;
     }
     const int64_t item = mr.in_item, classes = mr.out_item, S = pp.image_size;
+    if (labels.n && labels.n != (size_t)classes) {
+        fprintf(stderr, "mvrt classify: the model has %lld classes, the labels file %zu names: printing class "
+                        "indices only\n", (long long)classes, labels.n);
+        strlist_free(&labels);
+    }
     const int progress = isatty(2) && !json && files.n > (size_t)batch;
     size_t *slot_file = malloc((size_t)batch * sizeof *slot_file);
     float *dump = NULL;
