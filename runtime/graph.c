@@ -6,8 +6,10 @@
  * own, so the plan learns each one's size and, from the nodes whose
  * parameters point into it, its live range (first to last node). Offsets
  * are then assigned so that buffers whose live ranges overlap never share
- * a byte and the others reuse the same memory (plan_offsets: largest
- * first, each at the lowest offset that fits), one workspace is
+ * a byte and the others reuse the same memory (plan_offsets: each at the
+ * lowest offset that fits, in a few orders, the smallest plan kept; at
+ * large batches the stem and the ConvBlocks also run in two halves of the
+ * batch: batch_split), one workspace is
  * allocated, and the second pass ("emit") records the nodes with the
  * final pointers. Nodes run in order on one stream (a GPU kernel launched
  * as a dependent launch writes nothing before its grid-dependency wait:
@@ -19,7 +21,7 @@
  *
  * Data layout inside a block (Bw sequences of L tokens, width C, h = C/2):
  *   X   (Bw, L, C)      the residual stream, updated in place
- *   T   (Bw, L, C)      LayerNorm output; attention output
+ *   T   (Bw, L, C)      LayerNorm output (16-bit in 16-bit graphs); O: attention output
  *   XZ  (Bw, L, C)      in_proj output; QKV (Bw, L, 3C); MLP hidden (Bw, L, 4C)
  *   MX  (Bw, h, L)      silu(conv1d(x)), channel-major: the scan's u
  *   DBL (Bw, R+2N, L)   x_proj output per sequence: dt rows, B rows, C rows
@@ -43,7 +45,7 @@
  * (no buffer reaches 2^40 bytes: buf refuses one) */
 #define VB_FAKE_BASE ((uintptr_t)1 << 52)
 #define VB_SPAN_BITS 40
-#define VB_MAX ((size_t)1 << 11)
+#define VB_MAX ((size_t)1 << 11) /* a valid config needs < 1 400 (4 stages of <= 64 blocks, <= 8 each) */
 _Static_assert(sizeof(uintptr_t) >= 8, "the plan's fake addresses need 64-bit pointers");
 
 /* A virtual buffer: bytes (a multiple of 256), the first and last node
@@ -94,7 +96,7 @@ typedef struct builder {
     mvrt_graph_t *g;
     int emit;                             /* 0: plan, 1: emit */
     vbuf_t *vb;                           /* the virtual buffers (the plan's; emit reads their offsets) */
-    size_t nvb, vb_cap;                   /* plan: how many; emit: how many handed out so far */
+    size_t nvb, vb_cap;                   /* plan: count and capacity; emit: handed out so far, the plan's count */
     size_t nodes;                         /* plan: nodes added so far */
     gnode_t pending;                      /* plan: the node last added (its references noted at the next) */
     char *base;                           /* emit: the workspace's base */
