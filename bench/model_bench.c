@@ -70,9 +70,9 @@ static const bench_row_t cpu_rows[] = {
 
 /* ---- same-call PyTorch figures (--anchor FILE) ----
  * shared/anchors/torch_mambavision.py writes {"T b256 compile-bf16":
- * {"img_s": 19420.7, "ms": 13.18}, ...} from the same device call; each
- * network row prints its ratio to every mode of its config, batch and
- * precision found there. */
+ * {"img_s": 19420.7, "ms": 13.18, "peak_mib": 750.2}, ...} from the same
+ * device call; each network row prints its ratios to every mode of its
+ * config, batch and precision found there (anchor_print). */
 static char *anchor_json;
 
 static int anchor_load(const char *path)
@@ -87,30 +87,37 @@ static int anchor_load(const char *path)
     return 0;
 }
 
-/* img/s of entry "<config> b<batch> <mode>", or 0 when absent. */
-static double anchor_img_s(const char *config, int64_t batch, const char *mode)
+/* Field `field` ("img_s", "peak_mib") of entry "<config> b<batch> <mode>",
+ * or 0 when absent. */
+static double anchor_value(const char *config, int64_t batch, const char *mode, const char *field)
 {
-    char key[96];
+    char key[96], name[32];
     snprintf(key, sizeof key, "\"%s b%lld %s\"", config, (long long)batch, mode);
+    snprintf(name, sizeof name, "\"%s\"", field);
     const char *at = anchor_json ? strstr(anchor_json, key) : NULL;
     const char *end = at ? strchr(at + strlen(key), '}') : NULL;
-    const char *v = at ? strstr(at + strlen(key), "\"img_s\"") : NULL;
+    const char *v = at ? strstr(at + strlen(key), name) : NULL;
     if (!v || (end && v > end))
         return 0.0;
-    v = strchr(v + 7, ':');
+    v = strchr(v + strlen(name), ':');
     return v ? strtod(v + 1, NULL) : 0.0;
 }
 
-static void anchor_print(const bench_row_t *row, double items_per_s)
+/* The row's ratios to every PyTorch mode of its config, batch and
+ * precision in the anchor file: throughput (> 1: mvrt faster) and, where
+ * the file has PyTorch's max_memory_allocated, device memory (mvrt's
+ * weights + workspace of device 0 / PyTorch's; < 1: mvrt smaller). */
+static void anchor_print(const bench_row_t *row, double items_per_s, double mib)
 {
     static const char *const fp32_modes[] = {"eager-fp32", "compile-fp32", "graphs-fp32", NULL};
     static const char *const bf16_modes[] = {"eager-bf16", "compile-bf16", "autotune-bf16", "graphs-bf16", NULL};
     static const char *const fp16_modes[] = {"eager-fp16", "compile-fp16", "autotune-fp16", "graphs-fp16", NULL};
     if (!anchor_json || row->block || row->math == 1)
         return;
+    const char *const *modes = row->math == 2 ? bf16_modes : row->math == 3 ? fp16_modes : fp32_modes;
     int any = 0;
-    for (const char *const *m = row->math == 2 ? bf16_modes : row->math == 3 ? fp16_modes : fp32_modes; *m; m++) {
-        const double theirs = anchor_img_s(row->config, row->batch, *m);
+    for (const char *const *m = modes; *m; m++) {
+        const double theirs = anchor_value(row->config, row->batch, *m, "img_s");
         if (theirs <= 0.0)
             continue;
         printf("%s %s %.2fx", any ? "," : "    same call, mvrt / PyTorch:", *m, items_per_s / theirs);
@@ -118,6 +125,17 @@ static void anchor_print(const bench_row_t *row, double items_per_s)
     }
     if (any)
         printf("\n");
+    any = 0;
+    for (const char *const *m = modes; *m; m++) {
+        const double theirs = anchor_value(row->config, row->batch, *m, "peak_mib");
+        if (theirs <= 0.0)
+            continue;
+        printf("%s %s %.0f MiB %.2fx", any ? "," : "    memory, mvrt / PyTorch (< 1: mvrt uses less):", *m, theirs,
+               mib / theirs);
+        any = 1;
+    }
+    if (any)
+        printf(" (mvrt %.1f MiB: weights + workspace)\n", mib);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -231,7 +249,7 @@ static void print_profile(mvrt_mr_t *mr)
 /* Times the row's graph. With keep != NULL the opened runner is handed
  * back (for the profile) and the caller closes it. */
 static int run_row(const char *backend, const bench_row_t *row, int threads, int reps, mvrt_mr_t *keep,
-                   float *out_ms, double *out_flops, char *err, size_t errlen)
+                   float *out_ms, double *out_flops, double *out_mib, char *err, size_t errlen)
 {
     mvrt_mr_spec_t spec;
     memset(&spec, 0, sizeof spec);
@@ -261,6 +279,7 @@ static int run_row(const char *backend, const bench_row_t *row, int threads, int
     mvrt_graph_stats_t gs;
     mvrt_graph_get_stats(mr.graph[0], &gs);
     *out_flops = gs.flops;
+    *out_mib = (double)(gs.workspace_bytes + gs.weight_bytes) / 1048576.0;
     int rc = time_graph(&mr, reps, out_ms, err, errlen);
     if (rc == 0 && keep)
         *keep = mr;
@@ -322,18 +341,18 @@ int mvrt_bench_model(int argc, char **argv)
         if (only && !strstr(row->name, only))
             continue;
         float ms = 0, ms1 = 0;
-        double flops = 0;
+        double flops = 0, mib = 0;
         char err[1024];
         int reps = on_cpu ? 3 : (row->batch > 64 ? 20 : 200);
         mvrt_mr_t kept;
-        if (run_row(name, row, 0, reps, profile ? &kept : NULL, &ms, &flops, err, sizeof err) != 0) {
+        if (run_row(name, row, 0, reps, profile ? &kept : NULL, &ms, &flops, &mib, err, sizeof err) != 0) {
             printf("%-40s ERROR: %s\n", row->name, err);
             failures++;
             continue;
         }
         printf("%-40s %10.3f %12.1f %9.2f", row->name, ms, (double)row->batch * 1e3 / ms, flops / (ms * 1e9));
         if (on_cpu) {
-            if (run_row(name, row, 1, reps, NULL, &ms1, &flops, err, sizeof err) == 0)
+            if (run_row(name, row, 1, reps, NULL, &ms1, &flops, &mib, err, sizeof err) == 0)
                 printf(" %12s %9s (%.2f ms, %.2fx)\n", "-", "-", ms1, ms1 / ms);
             else
                 printf("  (1 thread: %s)\n", err);
@@ -346,7 +365,7 @@ int mvrt_bench_model(int argc, char **argv)
                 printf(" (target %.2fx: %s)", row->target_ratio, ratio >= row->target_ratio ? "met" : "NOT met");
             printf("\n");
         }
-        anchor_print(row, (double)row->batch * 1e3 / ms);
+        anchor_print(row, (double)row->batch * 1e3 / ms, mib);
         if (profile) {
             print_profile(&kept);
             mvrt_mr_close(&kept);
