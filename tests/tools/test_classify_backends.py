@@ -51,8 +51,8 @@ def compare(a, what, model_args, classes):
     (the ImageNet names are printed only for a model of 1000)."""
     print("%s:" % what)
     labels = []
+    got = classify(a.mvrt, a.backend, a.files, model_args, labels)  # first: exits 77 if unavailable
     ref = classify(a.mvrt, "cpu", a.files, model_args, labels)
-    got = classify(a.mvrt, a.backend, a.files, model_args, labels)
     failures = 0
     bad = [c for top in list(ref.values()) + list(got.values()) for c, _ in top if not 0 <= c < classes]
     named = sum(1 for n in labels if n is not None)
