@@ -725,8 +725,8 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
             snprintf(q, sizeof q, "%sblocks.%d.", p, i);
             float *y = map_buf(b, batch * img);
             float *t = map_buf(b, (batch - split) * img); /* conv1's output, one half at a time */
-            for (int64_t i0 = 0; i0 < batch; i0 = split && i0 < split ? split : batch) {
-                const int64_t n = split ? (i0 ? batch - split : split) : batch;
+            for (int part = 0; part < (split ? 2 : 1); part++) {
+                const int64_t i0 = part ? split : 0, n = split ? (part ? batch - split : split) : batch;
                 op_conv(b, q, "conv1", 1, n, C, H, W, C, 1, image_at(cur, i0, img, b->map16), t, NULL,
                         MVRT_ACT_GELU_TANH, 1);
                 op_conv(b, q, "conv2", 1, n, C, H, W, C, 1, t, image_at(y, i0, img, b->map16),
@@ -809,8 +809,8 @@ static void emit_all(builder_t *b)
         const int64_t split = batch_split(batch, img_bytes, 2);
         float *m1 = map_buf(b, batch * m1_img);
         float *m0 = map_buf(b, (batch - split) * m0_img);
-        for (int64_t i0 = 0; i0 < batch; i0 = split && i0 < split ? split : batch) {
-            const int64_t n = split ? (i0 ? batch - split : split) : batch;
+        for (int part = 0; part < (split ? 2 : 1); part++) {
+            const int64_t i0 = part ? split : 0, n = split ? (part ? batch - split : split) : batch;
             op_conv(b, "patch_embed.conv_down.", "0", 1, n, c->in_chans, H, W, c->in_dim, 2, image_at(in, i0, in_img, 0),
                     m0, NULL, MVRT_ACT_RELU, 0);
             op_conv(b, "patch_embed.conv_down.", "3", 1, n, c->in_dim, down(H), down(W), c->dim, 2, m0,
