@@ -4,6 +4,7 @@
 #ifndef MVRT_OPS_COMMON_GPU_ACTIVATION_CUH
 #define MVRT_OPS_COMMON_GPU_ACTIVATION_CUH
 
+#include "gelu_fit.h"
 #include "gpu_vendor.h"
 #include "mv_op_params.h"
 
@@ -23,6 +24,16 @@ static __device__ __forceinline__ float act_apply(int act, float x)
     case MVRT_ACT_SILU: return x / (1.f + expf(-x));
     default: return x;
     }
+}
+
+/* GELU's erf form from one hardware exponential, within 6e-7 of it
+ * (gelu_fit.h): for epilogues that round their output to 16 bits, where
+ * erff's instructions, not the product, bound the GEMM. */
+static __device__ __forceinline__ float gelu_erf_fit(float x)
+{
+    float y;
+    MVRT_GELU_ERF_FIT(y, x, mvrt_fast_exp2);
+    return y;
 }
 
 } // namespace mvrt_mv_gpu
