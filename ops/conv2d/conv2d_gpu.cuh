@@ -220,6 +220,13 @@ __global__ void __launch_bounds__(256) conv_smallk_kernel(mvrt_conv2d_params_t p
         const float *x = p.x + img * CIN * (int64_t)in_h * in_w;
         const int64_t ybase = (img * p.out_channels + co0) * nsp;
         for (int sp = blockIdx.x * blockDim.x + threadIdx.x; sp < nsp; sp += gridDim.x * blockDim.x) {
+            /* the filter rows are read from shared memory at every
+             * position: without this barrier ptxas may hoist the loop-
+             * invariant rows into registers (CO * KP of them) and spill
+             * (it did for CIN 3 bf16 once the parameter struct grew by 16
+             * bytes: 2.3 KB of spills per thread, MambaVision-B's stem
+             * 0.76 -> 12 ms per batch of 256 on an H200, 2026-11-28) */
+            asm volatile("" ::: "memory");
             const int i = sp / out_w, j = sp - i * out_w;
             const int y0 = i * stride - pad, x0 = j * stride - pad;
             float v[KP];
