@@ -640,12 +640,13 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
 
 /* A 3x3 conv (BatchNorm folded) with zero padding 1. x_map16: x is a
  * 16-bit NHWC map (else NCHW floats: the graph's input); y and residual
- * are 16-bit NHWC maps whenever the builder's maps are. Where the backend
- * declines the 16-bit form while planning, the plan is redone with float
- * maps (mvrt_graph_create). */
+ * are 16-bit NHWC maps whenever the builder's maps are. x_stored /
+ * y_stored: the channels those 16-bit maps store per position (see
+ * conv_map_channels). Where the backend declines the 16-bit form while
+ * planning, the plan is redone with float maps (mvrt_graph_create). */
 static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_bias, int64_t batch,
                     int64_t cin, int64_t H, int64_t W, int64_t cout, int stride, const float *x, float *y,
-                    const float *residual, int act, int x_map16)
+                    const float *residual, int act, int x_map16, int64_t x_stored, int64_t y_stored)
 {
     char leaf[96];
     mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
@@ -658,6 +659,8 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
     c->math = b->g->opt.math;
     c->x_nhwc16 = x_map16 ? b->map16 : 0;
     c->y_nhwc16 = b->map16;
+    c->x_map_channels = c->x_nhwc16 && x_stored != cin ? x_stored : 0;
+    c->y_map_channels = c->y_nhwc16 && y_stored != cout ? y_stored : 0;
     snprintf(leaf, sizeof leaf, "%s.weight", conv);
     c->weight = weight(b, prefix, leaf);
     if (has_bias) {
@@ -681,6 +684,17 @@ static int64_t down(int64_t n)
 static float *map_buf(builder_t *b, int64_t n)
 {
     return buf(b, n, b->map16 != 0);
+}
+
+/* The channels stored per position of a 16-bit map of C channels that
+ * only convs write and read (the stem's output, the conv stages' maps):
+ * a multiple of 8, zeros past C (x_map_channels in mv_op_params.h), so
+ * that its rows are 16 bytes for the Hopper conv kernels' TMA loads
+ * (MambaVision-L's 196 channels: 200). A map that a window partition or
+ * the pool reads stays dense, as do float maps. */
+static int64_t conv_map_channels(const builder_t *b, int64_t C)
+{
+    return b->map16 ? (C + 7) / 8 * 8 : C;
 }
 
 /* Image `image` of a tensor of per_image elements per image (16-bit ones
@@ -710,16 +724,19 @@ static int64_t batch_split(int64_t batch, const int64_t *per_image_bytes, int n)
     return half;
 }
 
-/* One stage on the map `src` (batch, C, H, W). Returns the result map and
- * updates C, H, W. */
+/* One stage on the map `src` (batch, C, H, W; a conv stage's stored with
+ * conv_map_channels(C), another's dense). Returns the result map and
+ * updates C, H, W; next_conv: the next stage is a conv stage (the
+ * downsample's output is then stored as its input). */
 static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, int64_t batch, const float *src,
-                         int64_t *Cp, int64_t *Hp, int64_t *Wp)
+                         int64_t *Cp, int64_t *Hp, int64_t *Wp, int next_conv)
 {
     int64_t C = *Cp, H = *Hp, W = *Wp;
+    int64_t Cs = s->conv ? conv_map_channels(b, C) : C; /* cur's stored channels */
     const float *cur = src;
     char q[MV_PARAM_NAME_MAX];
     if (s->conv) {
-        const int64_t img = C * H * W, img_bytes = img * (b->map16 ? 2 : 4);
+        const int64_t img = Cs * H * W, img_bytes = img * (b->map16 ? 2 : 4);
         const int64_t split = batch_split(batch, &img_bytes, 1);
         for (int i = 0; i < s->depth; i++) {
             snprintf(q, sizeof q, "%sblocks.%d.", p, i);
@@ -728,9 +745,9 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
             for (int part = 0; part < (split ? 2 : 1); part++) {
                 const int64_t i0 = part ? split : 0, n = split ? (part ? batch - split : split) : batch;
                 op_conv(b, q, "conv1", 1, n, C, H, W, C, 1, image_at(cur, i0, img, b->map16), t, NULL,
-                        MVRT_ACT_GELU_TANH, 1);
+                        MVRT_ACT_GELU_TANH, 1, Cs, Cs);
                 op_conv(b, q, "conv2", 1, n, C, H, W, C, 1, t, image_at(y, i0, img, b->map16),
-                        image_at(cur, i0, img, b->map16), MVRT_ACT_NONE, 1);
+                        image_at(cur, i0, img, b->map16), MVRT_ACT_NONE, 1, Cs, Cs);
             }
             cur = y;
         }
@@ -759,9 +776,10 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
         cur = y;
     }
     if (s->downsample) {
-        float *y = map_buf(b, batch * 2 * C * down(H) * down(W));
+        const int64_t ys = next_conv ? conv_map_channels(b, 2 * C) : 2 * C;
+        float *y = map_buf(b, batch * ys * down(H) * down(W));
         snprintf(q, sizeof q, "%sdownsample.reduction.0", p);
-        op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE, 1);
+        op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE, 1, Cs, ys);
         cur = y;
         C *= 2, H = down(H), W = down(W);
     }
@@ -796,15 +814,18 @@ static void emit_all(builder_t *b)
         mv_stage_desc_t s;
         mv_model_stage(c, &s);
         int64_t C = c->dim, H = g->opt.height, W = g->opt.width;
-        float *r = emit_stage(b, "", &s, batch, in, &C, &H, &W);
+        float *r = emit_stage(b, "", &s, batch, in, &C, &H, &W, 0);
         add_copy(b, out, r, batch * C * H * W);
         break;
     }
     case MVRT_MODEL_NETWORK: {
         int64_t H = g->opt.height, W = g->opt.width, C;
         /* the stem's two convs, in two halves at large batches (batch_split) */
+        mv_stage_desc_t s0;
+        mv_network_stage(c, 0, &s0);
+        const int64_t m1_stored = s0.conv ? conv_map_channels(b, c->dim) : c->dim;
         const int64_t in_img = c->in_chans * H * W, m0_img = c->in_dim * down(H) * down(W);
-        const int64_t m1_img = c->dim * down(down(H)) * down(down(W));
+        const int64_t m1_img = m1_stored * down(down(H)) * down(down(W));
         const int64_t img_bytes[2] = {in_img * 4, m1_img * (b->map16 ? 2 : 4)};
         const int64_t split = batch_split(batch, img_bytes, 2);
         float *m1 = map_buf(b, batch * m1_img);
@@ -812,18 +833,20 @@ static void emit_all(builder_t *b)
         for (int part = 0; part < (split ? 2 : 1); part++) {
             const int64_t i0 = part ? split : 0, n = split ? (part ? batch - split : split) : batch;
             op_conv(b, "patch_embed.conv_down.", "0", 1, n, c->in_chans, H, W, c->in_dim, 2, image_at(in, i0, in_img, 0),
-                    m0, NULL, MVRT_ACT_RELU, 0);
+                    m0, NULL, MVRT_ACT_RELU, 0, c->in_chans, c->in_dim);
             op_conv(b, "patch_embed.conv_down.", "3", 1, n, c->in_dim, down(H), down(W), c->dim, 2, m0,
-                    image_at(m1, i0, m1_img, b->map16), NULL, MVRT_ACT_RELU, 1);
+                    image_at(m1, i0, m1_img, b->map16), NULL, MVRT_ACT_RELU, 1, c->in_dim, m1_stored);
         }
         H = down(down(H)), W = down(down(W)), C = c->dim;
         float *cur = m1;
         for (int level = 0; level < 4; level++) {
             char p[32];
-            mv_stage_desc_t s;
+            mv_stage_desc_t s, next = {0};
             mv_network_stage(c, level, &s);
+            if (level < 3)
+                mv_network_stage(c, level + 1, &next);
             snprintf(p, sizeof p, "levels.%d.", level);
-            cur = emit_stage(b, p, &s, batch, cur, &C, &H, &W);
+            cur = emit_stage(b, p, &s, batch, cur, &C, &H, &W, next.conv);
         }
         float *pooled = buf(b, batch * C, 0);
         mvrt_op_params_t op = {.kind = MVRT_OP_AFFINE_AVGPOOL};

@@ -418,7 +418,8 @@ static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
     if (mvrt_op_storage16(p) < 0)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED,
                          "cpu: op kind %d: 16-bit storage fields must hold 0, MVRT_STORAGE16_BF16 or "
-                         "MVRT_STORAGE16_F16, one type per op, matching a bf16 / fp16 math",
+                         "MVRT_STORAGE16_F16, one type per op, matching a bf16 / fp16 math; a conv's x / y_map_channels "
+                         "0 or in [channels, 65536] with that map in 16 bits",
                          p->kind);
     return MVRT_OK;
 }

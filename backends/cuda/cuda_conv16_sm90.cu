@@ -108,13 +108,26 @@ namespace th = cutlass::epilogue::thread;
  *
  * So K a multiple of 128: 128x128x64; K = 160: 128x160x32 (wgmma takes
  * N = 160; 128x128 padded it to 256 and the reduction slice of 64 to 192
- * per filter tap). Any other K declines and the Sm80 kernels run it:
- * 80 channels (faster there), MambaVision-S's 96 / 192 and L's 196 / 392
- * (not measured here). MambaVision-T at batch 256 in bf16: 22 913 ->
- * 23 903 img/s, B 9 629 -> 10 547 (H200). */
+ * per filter tap); MambaVision-S's 192: 128x192x32 (2.27 -> 1.51 ms for
+ * its six 28x28 convs). MambaVision-L's 196 channels reach these kernels
+ * as maps stored with 200 (graph.c pads a conv stage's map to 8 channels
+ * for TMA's 16-byte rows), so K = 200: 128x224x32 (CUTLASS's epilogue
+ * cannot split N = 200 into its 16-wide subtiles; the 24 columns past K
+ * are TMA's zeros, never stored). L, batch 256, bf16, ms per op group
+ * (2026-11-28, H200, one call):
+ *
+ *   conv                       Sm80 (8-byte rows, 196)  Sm80 (200)  128x208x32  128x224x32  128x128x64
+ *   L 196->196 56x56 (x12)       17.3 (session 35)        15.04       15.27       13.75
+ *   L 392->392 28x28 (x12)                                11.69       13.01       12.12       (whole model 3% slower)
+ *
+ * Any other K declines and the Sm80 kernels run it: 80 channels (faster
+ * there), S's 96 and L's 392 (above). MambaVision-T at batch 256 in bf16:
+ * 22 913 -> 23 903 img/s, B 9 629 -> 10 547 (H200); L 4 027 -> 4 130 with
+ * the 128x224 tile. */
 using Tile128 = Shape<_128, _128, Shape<_64>>;
 using Tile160 = Shape<_128, _160, Shape<_32>>;
 using Tile192 = Shape<_128, _192, Shape<_32>>;
+using Tile224 = Shape<_128, _224, Shape<_32>>;
 
 template <class E, class Tile> struct acts {
     using relu = conv16<E, th::ReLu, Tile>;
@@ -133,13 +146,15 @@ template <class E, class Tile> struct acts {
 template <class E> struct kernels {
     static bool loads()
     {
-        return acts<E, Tile128>::loads() && acts<E, Tile160>::loads() && acts<E, Tile192>::loads();
+        return acts<E, Tile128>::loads() && acts<E, Tile160>::loads() && acts<E, Tile192>::loads() &&
+               acts<E, Tile224>::loads();
     }
     static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const void *x, const void *w,
                    const float *bias, const void *r, void *y, char *msg, size_t msg_n)
     {
         if (p->out_channels == 160) return acts<E, Tile160>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         if (p->out_channels == 192) return acts<E, Tile192>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
+        if (p->out_channels == 200) return acts<E, Tile224>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         return acts<E, Tile128>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
     }
 };
@@ -148,7 +163,8 @@ bool takes(const mvrt_conv2d_params_t *p, int t16, int nb, int cp)
 {
     const bool act_ok = p->activation == MVRT_ACT_NONE || p->activation == MVRT_ACT_RELU ||
                         p->activation == MVRT_ACT_GELU_TANH;
-    const bool k_ok = p->out_channels % 128 == 0 || p->out_channels == 160 || p->out_channels == 192;
+    const bool k_ok = p->out_channels % 128 == 0 || p->out_channels == 160 || p->out_channels == 192 ||
+                      p->out_channels == 200;
     return (t16 == MVRT_STORAGE16_BF16 || t16 == MVRT_STORAGE16_F16) && act_ok && k_ok && nb > 0 && cp % 8 == 0 &&
            p->kernel >= 1 && p->kernel <= 7 && p->stride >= 1 && p->pad >= 0 && p->out_h > 0 && p->out_w > 0;
 }

@@ -9,8 +9,10 @@
  * NHWC / KRSC, dense; bias: K floats (16-byte aligned); residual may be
  * NULL and is only given with act NONE (the conv2d contract); act: NONE,
  * RELU or GELU_TANH (p->activation). fp32 accumulation, y rounded once
- * to nearest even after the epilogue. cp (the staged input channels) and
- * K must be multiples of 8 (TMA's 16-byte rows).
+ * to nearest even after the epilogue. K is p->out_channels, which the
+ * caller sets to the channels y stores (y_map_channels: filters and bias
+ * past the model's are zeros); cp (the staged input channels) and K must
+ * be multiples of 8 (TMA's 16-byte rows).
  *
  * Why: the Sm80 kernels of cuda_conv_3xtf32.cu (mma.sync) reach about a
  * quarter of Hopper's 16-bit peak on MambaVision's convs (T, batch 256,

@@ -85,10 +85,10 @@ bool eligible_nhwc16(const mvrt_conv2d_params_t *p)
 {
     const bool act_ok = p->activation == MVRT_ACT_NONE ||
                         (!p->residual && (p->activation == MVRT_ACT_RELU || p->activation == MVRT_ACT_GELU_TANH));
-    return p->y_nhwc16 && math16(p->math) && act_ok && p->batch > 0 && p->out_channels % 4 == 0 &&
-           (!p->x_nhwc16 || p->in_channels % 4 == 0) && p->kernel >= 1 && p->stride >= 1 && p->out_h > 0 &&
-           p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 8 && p->out_h * p->out_w <= INT_MAX / 8 &&
-           p->in_channels <= 65536 && p->out_channels <= 65536;
+    return p->y_nhwc16 && math16(p->math) && act_ok && p->batch > 0 && mvrt_conv2d_y_stored(p) % 4 == 0 &&
+           (!p->x_nhwc16 || mvrt_conv2d_x_stored(p) % 4 == 0) && p->kernel >= 1 && p->stride >= 1 &&
+           p->out_h > 0 && p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 8 && p->out_h * p->out_w <= INT_MAX / 8 &&
+           mvrt_conv2d_x_stored(p) <= 65536 && mvrt_conv2d_y_stored(p) <= 65536;
 }
 
 bool eligible(const mvrt_conv2d_params_t *p)
@@ -118,10 +118,11 @@ int64_t chunk_cap_bytes()
 }
 
 /* Input channels as staged and multiplied: an NCHW float input's padded
- * to a multiple of 8 (zeros) in the 16-bit forms. */
+ * to a multiple of 8 (zeros) in the 16-bit forms, a 16-bit map's as
+ * stored (x_map_channels). */
 int64_t padded_in_channels(const mvrt_conv2d_params_t *p)
 {
-    return p->y_nhwc16 && !p->x_nhwc16 ? (p->in_channels + 7) / 8 * 8 : p->in_channels;
+    return p->y_nhwc16 && !p->x_nhwc16 ? (p->in_channels + 7) / 8 * 8 : mvrt_conv2d_x_stored(p);
 }
 
 /* The 16-bit forms read x (NHWC 16-bit) and write y in place; only an NCHW
@@ -130,8 +131,8 @@ int64_t padded_in_channels(const mvrt_conv2d_params_t *p)
 implicit_plan make_plan_nhwc16(const mvrt_conv2d_params_t *p)
 {
     implicit_plan c{};
-    const int64_t cp = padded_in_channels(p);
-    const int64_t in_img = cp * p->in_h * p->in_w, out_img = p->out_channels * p->out_h * p->out_w;
+    const int64_t cp = padded_in_channels(p), kp = mvrt_conv2d_y_stored(p);
+    const int64_t in_img = cp * p->in_h * p->in_w, out_img = kp * p->out_h * p->out_w;
     int64_t chunk = p->batch;
     if (!p->x_nhwc16) {
         chunk = chunk_cap_bytes() / (in_img * 2);
@@ -142,7 +143,7 @@ implicit_plan make_plan_nhwc16(const mvrt_conv2d_params_t *p)
     c.chunk = chunk;
     c.in_bytes = p->x_nhwc16 ? 0 : align256(chunk * in_img * 2);
     c.out_bytes = 0;
-    c.w_bytes = align256(p->out_channels * cp * p->kernel * p->kernel * 2) + align256(p->out_channels * 4);
+    c.w_bytes = align256(kp * cp * p->kernel * p->kernel * 2) + align256(kp * 4);
     c.scratch = c.in_bytes + c.w_bytes;
     return c;
 }
@@ -353,21 +354,21 @@ __global__ void __launch_bounds__(256) nchw_to_nhwc16_padded_kernel(const float 
     }
 }
 
-/* (K, C, R, S) floats -> (K, R, S, cp) 16-bit E (zeros past C), and the
- * bias (K floats, or zeros) into a 32-byte aligned copy for the
- * epilogue's vector loads. */
+/* (K, C, R, S) floats -> (kp, R, S, cp) 16-bit E (zeros past K and C),
+ * and the bias (K floats, or zeros; zeros past K) into a 32-byte aligned
+ * copy of kp floats for the epilogue's vector loads. */
 template <typename E>
 __global__ void __launch_bounds__(256) stage_filter16_kernel(const float *__restrict__ w, const float *__restrict__ bias,
                                                              E *__restrict__ wt,
-                                                             float *__restrict__ bias_out, int K, int C, int cp,
-                                                             int RS)
+                                                             float *__restrict__ bias_out, int K, int kp, int C,
+                                                             int cp, int RS)
 {
-    const int64_t n = (int64_t)K * RS * cp;
+    const int64_t n = (int64_t)kp * RS * cp;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t k = i / ((int64_t)RS * cp), rem = i % ((int64_t)RS * cp);
         const int64_t rs = rem / cp, c = rem % cp;
-        wt[i] = E(c < C ? w[(k * C + c) * RS + rs] : 0.f);
-        if (i < K) bias_out[i] = bias ? bias[i] : 0.f;
+        wt[i] = E(k < K && c < C ? w[(k * C + c) * RS + rs] : 0.f);
+        if (i < kp) bias_out[i] = bias && i < K ? bias[i] : 0.f;
     }
 }
 
@@ -445,19 +446,24 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
     using bf16 = E;
     const implicit_plan c = make_plan_nhwc16(p);
     const int C = (int)p->in_channels, cp = (int)padded_in_channels(p), K = (int)p->out_channels;
+    const int kp = (int)mvrt_conv2d_y_stored(p); /* y's stored channels: the GEMM's N, zero filters past K */
     const int RS = p->kernel * p->kernel, HW = (int)(p->in_h * p->in_w), PQ = (int)(p->out_h * p->out_w);
     bf16 *xt = (bf16 *)scratch;
     bf16 *wt = (bf16 *)((char *)scratch + c.in_bytes);
-    float *bias = (float *)((char *)scratch + c.in_bytes + align256(K * (int64_t)cp * RS * 2));
-    const int64_t wn = K * (int64_t)cp * RS;
+    float *bias = (float *)((char *)scratch + c.in_bytes + align256(kp * (int64_t)cp * RS * 2));
+    const int64_t wn = kp * (int64_t)cp * RS;
     stage_filter16_kernel<<<(unsigned)((wn + 255) / 256 < 4096 ? (wn + 255) / 256 : 4096), 256, 0, s>>>(
-        p->weight, p->bias, wt, bias, K, C, cp, RS);
+        p->weight, p->bias, wt, bias, K, kp, C, cp, RS);
+    /* the kernels below multiply kp filters (the padded ones give zeros) */
+    mvrt_conv2d_params_t padded = *p;
+    padded.out_channels = kp;
+    p = &padded;
     cudaError_t e = cudaGetLastError();
     for (int64_t b0 = 0; b0 < p->batch && e == cudaSuccess; b0 += c.chunk) {
         const int nb = (int)(p->batch - b0 < c.chunk ? p->batch - b0 : c.chunk);
         const bf16 *x;
         if (p->x_nhwc16) {
-            x = (const bf16 *)(const void *)p->x + b0 * (int64_t)HW * C;
+            x = (const bf16 *)(const void *)p->x + b0 * (int64_t)HW * cp;
         } else {
             const int64_t pixels = (int64_t)nb * HW;
             nchw_to_nhwc16_padded_kernel<<<(unsigned)((pixels + 255) / 256 < 65535 ? (pixels + 255) / 256 : 65535), 256,
@@ -465,7 +471,7 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
             if ((e = cudaGetLastError()) != cudaSuccess) break;
             x = xt;
         }
-        const int64_t off = b0 * (int64_t)PQ * K;
+        const int64_t off = b0 * (int64_t)PQ * kp;
         bf16 *y = (bf16 *)(void *)p->y + off;
         const bf16 *r = p->residual ? (const bf16 *)(const void *)p->residual + off : nullptr;
         if (sm90) {
@@ -476,7 +482,7 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
         }
         /* 8-byte vectors (one tile) where a channel count is not a
          * multiple of 8 (not measured against other tiles) */
-        const int rc = cp % 8 != 0 || K % 8 != 0
+        const int rc = cp % 8 != 0 || kp % 8 != 0
                            ? run_fused_act<E, 128, 128, 32, 64, 64, 4, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
                        : p->out_channels > 128 && p->stride == 1
                            ? run_fused_act<E, 256, 64, 32, 64, 64, 3, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)

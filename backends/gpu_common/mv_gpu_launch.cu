@@ -436,7 +436,7 @@ int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, c
 bool conv_nhwc16(const mvrt_conv2d_params_t &p) { return p.x_nhwc16 || p.y_nhwc16; }
 bool conv_nhwc16_smallk(const mvrt_conv2d_params_t &p)
 {
-    return p.y_nhwc16 && !p.x_nhwc16 && conv2d_smallk(p);
+    return p.y_nhwc16 && !p.x_nhwc16 && mvrt_conv2d_y_stored(&p) == p.out_channels && conv2d_smallk(p);
 }
 bool conv_nhwc16_takes(const mvrt_conv2d_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
@@ -660,7 +660,8 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     if (msg_n) msg[0] = 0;
     if (mvrt_op_storage16(p) < 0) {
         snprintf(msg, msg_n, "op kind %d: 16-bit storage fields must hold 0, MVRT_STORAGE16_BF16 or "
-                             "MVRT_STORAGE16_F16, one type per op, matching a bf16 / fp16 math", p->kind);
+                             "MVRT_STORAGE16_F16, one type per op, matching a bf16 / fp16 math; a conv's x / y_map_channels "
+                             "0 or in [channels, 65536] with that map in 16 bits", p->kind);
         return MVRT_GPU_OP_UNSUPPORTED;
     }
     switch (p->kind) {

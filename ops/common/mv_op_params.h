@@ -224,7 +224,25 @@ typedef struct mvrt_conv2d_params {
      * otherwise: CUDA with CUTLASS on sm_80+ code, bf16 / fp16 math; the
      * CPU through fp32 scratch); activation and residual are not both set. */
     int x_nhwc16, y_nhwc16;
+    /* Channels stored per position of the 16-bit maps (0: in_channels for
+     * x, out_channels for y and residual; else at least that many, at most
+     * 65536): a map padded to a multiple of 8 channels has 16-byte rows,
+     * which Hopper's TMA loads need (MambaVision-L's 196 channels). Channels
+     * past the model's hold zeros: y's are written as zeros, x's and the
+     * residual's must be zeros (what such a conv leaves there). Only with
+     * x_nhwc16 / y_nhwc16 set. */
+    int64_t x_map_channels, y_map_channels;
 } mvrt_conv2d_params_t;
+
+/* A conv's stored channels per position of x and y (see x_map_channels). */
+static inline int64_t mvrt_conv2d_x_stored(const mvrt_conv2d_params_t *p)
+{
+    return p->x_map_channels ? p->x_map_channels : p->in_channels;
+}
+static inline int64_t mvrt_conv2d_y_stored(const mvrt_conv2d_params_t *p)
+{
+    return p->y_map_channels ? p->y_map_channels : p->out_channels;
+}
 
 /* Window partition and its reverse (MambaVision's window_partition /
  * window_reverse with the layer's zero padding and crop):
@@ -332,9 +350,17 @@ static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
     case MVRT_OP_LINEAR:
         f[0] = p->u.linear.a16, f[1] = p->u.linear.y16, f[2] = p->u.linear.b16, math = p->u.linear.math;
         break;
-    case MVRT_OP_CONV2D:
-        f[0] = p->u.conv2d.x_nhwc16, f[1] = p->u.conv2d.y_nhwc16, math = p->u.conv2d.math;
+    case MVRT_OP_CONV2D: {
+        const mvrt_conv2d_params_t *c = &p->u.conv2d;
+        /* stored channels: only for 16-bit maps, between the channels and 2^16 */
+        if ((c->x_map_channels && (!c->x_nhwc16 || c->x_map_channels < c->in_channels ||
+                                   c->x_map_channels > 65536)) ||
+            (c->y_map_channels && (!c->y_nhwc16 || c->y_map_channels < c->out_channels ||
+                                   c->y_map_channels > 65536)))
+            return -1;
+        f[0] = c->x_nhwc16, f[1] = c->y_nhwc16, math = c->math;
         break;
+    }
     case MVRT_OP_WINDOW_PARTITION:
     case MVRT_OP_WINDOW_REVERSE: f[0] = p->u.window.map_nhwc16; break;
     case MVRT_OP_AFFINE_AVGPOOL: f[0] = p->u.pool.x_nhwc16; break;

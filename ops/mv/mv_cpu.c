@@ -4,6 +4,7 @@
 #include "ops/common/cpu_half.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #define MVRT_CPU_SCRATCH_ALIGN 64 /* each fp32 copy starts on a cache line */
 
@@ -190,13 +191,13 @@ static void linear_storage16(const mvrt_linear_params_t *p, char *scratch, int t
                 p->N, threads);
 }
 
-/* NHWC 16-bit map of type t (batch, spatial, C) <-> NCHW floats (batch,
- * C, spatial): 32 x 32 (position, channel) tiles, so that both sides stay
+/* NHWC 16-bit map of type t (batch, spatial, Cs: C channels, then zeros
+ * to Cs) <-> NCHW floats (batch, C, spatial): 32 x 32 (position, channel) tiles, so that both sides stay
  * in cache (walking one side contiguously strode the other by a whole
  * map row), the (image, position tile) pairs split over the threads. */
 #define MVRT_MAP_TILE 32
-static void nhwc16_to_nchw(int t, const void *src16, float *dst, int64_t batch, int64_t C, int64_t spatial,
-                           int threads)
+static void nhwc16_to_nchw(int t, const void *src16, float *dst, int64_t batch, int64_t C, int64_t Cs,
+                           int64_t spatial, int threads)
 {
     const uint16_t *s = (const uint16_t *)src16;
     const int64_t nt = (spatial + MVRT_MAP_TILE - 1) / MVRT_MAP_TILE;
@@ -209,7 +210,7 @@ static void nhwc16_to_nchw(int t, const void *src16, float *dst, int64_t batch, 
         for (int64_t c0 = 0; c0 < C; c0 += MVRT_MAP_TILE) {
             const int64_t nc = C - c0 < MVRT_MAP_TILE ? C - c0 : MVRT_MAP_TILE;
             for (int64_t i = 0; i < ni; i++) /* contiguous channels of one position */
-                convert_seg(t, f16c, 0, s + (b * spatial + i0 + i) * C + c0, tile[i], nc);
+                convert_seg(t, f16c, 0, s + (b * spatial + i0 + i) * Cs + c0, tile[i], nc);
             for (int64_t c = 0; c < nc; c++)
                 for (int64_t i = 0; i < ni; i++)
                     dst[(b * C + c0 + c) * spatial + i0 + i] = tile[i][c];
@@ -217,8 +218,8 @@ static void nhwc16_to_nchw(int t, const void *src16, float *dst, int64_t batch, 
     }
 }
 
-static void nchw_to_nhwc16(int t, const float *src, void *dst16, int64_t batch, int64_t C, int64_t spatial,
-                           int threads)
+static void nchw_to_nhwc16(int t, const float *src, void *dst16, int64_t batch, int64_t C, int64_t Cs,
+                           int64_t spatial, int threads)
 {
     uint16_t *d = (uint16_t *)dst16;
     const int64_t nt = (spatial + MVRT_MAP_TILE - 1) / MVRT_MAP_TILE;
@@ -234,8 +235,10 @@ static void nchw_to_nhwc16(int t, const float *src, void *dst16, int64_t batch, 
                 for (int64_t i = 0; i < ni; i++)
                     tile[i][c] = src[(b * C + c0 + c) * spatial + i0 + i];
             for (int64_t i = 0; i < ni; i++) /* contiguous channels of one position */
-                convert_seg(t, f16c, 1, tile[i], d + (b * spatial + i0 + i) * C + c0, nc);
+                convert_seg(t, f16c, 1, tile[i], d + (b * spatial + i0 + i) * Cs + c0, nc);
         }
+        for (int64_t i = 0; i < ni && Cs > C; i++) /* the padding channels: zeros (+0 in bf16 and fp16) */
+            memset(d + (b * spatial + i0 + i) * Cs + C, 0, (size_t)(Cs - C) * sizeof *d);
     }
 }
 
@@ -248,7 +251,7 @@ static void conv2d_nhwc16(const mvrt_conv2d_params_t *p, char *scratch, int thre
     const int64_t in_sp = p->in_h * p->in_w, out_sp = p->out_h * p->out_w;
     if (p->x_nhwc16) {
         float *x32 = (float *)(void *)scratch;
-        nhwc16_to_nchw(p->x_nhwc16, p->x, x32, p->batch, p->in_channels, in_sp, threads);
+        nhwc16_to_nchw(p->x_nhwc16, p->x, x32, p->batch, p->in_channels, mvrt_conv2d_x_stored(p), in_sp, threads);
         q.x = x32;
         scratch += round_up(conv_in_floats(p) * sizeof(float));
     }
@@ -257,13 +260,14 @@ static void conv2d_nhwc16(const mvrt_conv2d_params_t *p, char *scratch, int thre
         q.y = y32;
         if (p->residual) {
             float *r32 = (float *)(void *)(scratch + round_up(conv_out_floats(p) * sizeof(float)));
-            nhwc16_to_nchw(p->y_nhwc16, p->residual, r32, p->batch, p->out_channels, out_sp, threads);
+            nhwc16_to_nchw(p->y_nhwc16, p->residual, r32, p->batch, p->out_channels, mvrt_conv2d_y_stored(p),
+                           out_sp, threads);
             q.residual = r32;
         }
     }
     mvrt_cpu_conv2d(&q, threads);
     if (p->y_nhwc16)
-        nchw_to_nhwc16(p->y_nhwc16, q.y, p->y, p->batch, p->out_channels, out_sp, threads);
+        nchw_to_nhwc16(p->y_nhwc16, q.y, p->y, p->batch, p->out_channels, mvrt_conv2d_y_stored(p), out_sp, threads);
 }
 
 /* Attention with 16-bit qkv and/or output through fp32 copies in
@@ -293,13 +297,13 @@ static void window_nhwc16(const mvrt_window_params_t *p, int reverse, float *map
     q.map_nhwc16 = 0;
     const int64_t sp = p->height * p->width;
     if (!reverse) {
-        nhwc16_to_nchw(p->map_nhwc16, p->src, map32, p->batch, p->channels, sp, threads);
+        nhwc16_to_nchw(p->map_nhwc16, p->src, map32, p->batch, p->channels, p->channels, sp, threads);
         q.src = map32;
         mvrt_cpu_window_partition(&q, threads);
     } else {
         q.dst = map32;
         mvrt_cpu_window_reverse(&q, threads);
-        nchw_to_nhwc16(p->map_nhwc16, map32, p->dst, p->batch, p->channels, sp, threads);
+        nchw_to_nhwc16(p->map_nhwc16, map32, p->dst, p->batch, p->channels, p->channels, sp, threads);
     }
 }
 
@@ -347,7 +351,7 @@ int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads)
     case MVRT_OP_AFFINE_AVGPOOL:
         if (p->u.pool.x_nhwc16) {
             mvrt_affine_avgpool_params_t q = p->u.pool;
-            nhwc16_to_nchw(q.x_nhwc16, q.x, (float *)scratch, q.batch, q.channels, q.spatial, threads);
+            nhwc16_to_nchw(q.x_nhwc16, q.x, (float *)scratch, q.batch, q.channels, q.channels, q.spatial, threads);
             q.x = (const float *)scratch, q.x_nhwc16 = 0;
             mvrt_cpu_affine_avgpool(&q, threads);
         } else {

@@ -858,6 +858,18 @@ static void nchw_to_nhwc_d(const double *src, double *dst, int64_t batch, int64_
         for (int64_t c = 0; c < C; c++)
             for (int64_t i = 0; i < sp; i++) dst[(b * sp + i) * C + c] = src[(b * C + c) * sp + i];
 }
+/* An NHWC map of C channels (n positions) into one that stores Cs >= C per
+ * position, zeros past C (a padded 16-bit map's layout: x_map_channels) */
+static void pad_channels_f(const float *src, float *dst, int64_t n, int64_t C, int64_t Cs)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < Cs; c++) dst[i * Cs + c] = c < C ? src[i * C + c] : 0.f;
+}
+static void pad_channels_d(const double *src, double *dst, int64_t n, int64_t C, int64_t Cs)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < Cs; c++) dst[i * Cs + c] = c < C ? src[i * C + c] : 0.0;
+}
 /* floats rounded to 16-bit values (g_t16) in place (what a 16-bit map holds exactly) */
 static void round16(float *x, int64_t n)
 {
@@ -947,31 +959,39 @@ static int run_attention_io16_cases(void)
 
 /* A 3x3 conv (pad 1) in the 16-bit map form (g_t16): x a 16-bit NHWC map
  * (x16) or NCHW floats (the stem), y and the residual 16-bit NHWC maps,
- * the type's math. The reference: the NCHW double conv of the same float
+ * the type's math; xs / ys > cin / cout: the maps store that many
+ * channels per position (x_map_channels / y_map_channels), and y's
+ * padding channels must come out +0 exactly (0: dense). The reference: the NCHW double conv of the same float
  * values (x and the residual hold 16-bit numbers; the weights are rounded
  * by the device, as the 16-bit conv cases), permuted to NHWC. Tolerance:
  * the 16-bit conv cases' ((6e-3 sqrt(Cin k^2), 2e-2) x gemm16_scale())
  * plus the output's rounding. Returns
  * 1 when the device took the form (0: declined, nothing checked). */
-static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
-                              int stride, int act, int residual, int x16)
+static int case_conv2d_nhwc16_stored(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
+                                     int stride, int act, int residual, int x16, int64_t xs, int64_t ys)
 {
     if (!selected(name)) return 0;
+    if (!xs) xs = cin;
+    if (!ys) ys = cout;
     const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
     const int64_t nx = batch * cin * h * w, ny = batch * cout * oh * ow;
+    const int64_t nxs = nx / cin * xs, nys = ny / cout * ys; /* stored */
     buf_t x = buf_rand(nx, -1.0, 1.0), wt = buf_rand(cout * cin * 9, -0.5, 0.5), bias = buf_rand(cout, -1.0, 1.0);
     float *r32 = malloc(sizeof(float) * (size_t)ny), *xn = malloc(sizeof(float) * (size_t)nx);
     float *rn = malloc(sizeof(float) * (size_t)ny);
-    double *ref = ref_new(ny), *refn = ref_new(ny);
-    if (!r32 || !xn || !rn) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    float *xp = malloc(sizeof(float) * (size_t)nxs), *rp = malloc(sizeof(float) * (size_t)nys);
+    double *ref = ref_new(ny), *refn = ref_new(ny), *refp = ref_new(nys);
+    if (!r32 || !xn || !rn || !xp || !rp) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
     if (x16) round16(x.h, nx);
     for (int64_t i = 0; i < ny; i++) r32[i] = (float)tu_uniform(-1.0, 1.0);
     round16(r32, ny);
     nchw_to_nhwc_f(x.h, xn, batch, cin, h * w);
     nchw_to_nhwc_f(r32, rn, batch, cout, oh * ow);
-    buf16_t x16b = buf16_new(x16 ? nx : 1, x16 ? xn : NULL);
-    buf16_t r16 = buf16_new(residual ? ny : 1, residual ? rn : NULL);
-    buf16_t y = buf16_new(ny, NULL);
+    pad_channels_f(xn, xp, nx / cin, cin, xs);
+    pad_channels_f(rn, rp, ny / cout, cout, ys);
+    buf16_t x16b = buf16_new(x16 ? nxs : 1, x16 ? xp : NULL);
+    buf16_t r16 = buf16_new(residual ? nys : 1, residual ? rp : NULL);
+    buf16_t y = buf16_new(nys, NULL);
     mvrt_op_params_t ph, pd;
     memset(&ph, 0, sizeof ph);
     ph.kind = MVRT_OP_CONV2D;
@@ -990,18 +1010,41 @@ static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int6
     pd.u.conv2d.residual = residual ? (const float *)r16.d : NULL;
     pd.u.conv2d.y = y.d;
     pd.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0; pd.u.conv2d.y_nhwc16 = g_t16;
+    pd.u.conv2d.x_map_channels = x16 && xs != cin ? xs : 0;
+    pd.u.conv2d.y_map_channels = ys != cout ? ys : 0;
     int taken = dev_takes(&pd);
     if (taken) {
         mvrt_ref_op_run(&ph, refn);
         nchw_to_nhwc_d(refn, ref, batch, cout, oh * ow);
+        pad_channels_d(ref, refp, ny / cout, cout, ys);
         run_dev(&pd);
         const double sk = sqrt((double)(cin * 9));
-        check16(name, &y, ref, 0, 6e-3 * sk * gemm16_scale(), 2e-2 * gemm16_scale() + round16_rtol());
+        check16(name, &y, refp, 0, 6e-3 * sk * gemm16_scale(), 2e-2 * gemm16_scale() + round16_rtol());
+        if (ys > cout) { /* the padding channels: +0 bits */
+            uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)nys);
+            if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+            TU_CHECK(vt->copy_d2h(dev, stream, bits, y.d, sizeof(uint16_t) * (size_t)nys));
+            TU_CHECK(vt->stream_synchronize(dev, stream));
+            for (int64_t i = 0; i < nys; i++)
+                if (i % ys >= cout && bits[i] != 0) {
+                    fprintf(stderr, "FAIL %s: padding channel %lld of position %lld holds 0x%04x, not +0\n", name,
+                            (long long)(i % ys), (long long)(i / ys), bits[i]);
+                    fails++;
+                    break;
+                }
+            free(bits);
+        }
     }
-    free(ref); free(refn); free(r32); free(xn); free(rn); free(yh);
+    free(ref); free(refn); free(refp); free(r32); free(xn); free(rn); free(xp); free(rp); free(yh);
     buf_free(&x); buf_free(&wt); buf_free(&bias);
     buf16_free(&x16b); buf16_free(&r16); buf16_free(&y);
     return taken;
+}
+
+static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
+                              int stride, int act, int residual, int x16)
+{
+    return case_conv2d_nhwc16_stored(name, batch, cin, h, w, cout, stride, act, residual, x16, 0, 0);
 }
 
 /* Window partition from / reverse into a 16-bit NHWC map: the partition
@@ -1091,7 +1134,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 20
+#define NHWC16_CONV_CASES 28
 #define NHWC16_SMALLK_CASES 4 /* the conv16_stem_c1..3 cases */
 static int run_nhwc16_cases(void)
 {
@@ -1113,6 +1156,20 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16("conv16_L_14x14x196_res_b2", 2, 196, 14, 14, 196, 1, MVRT_ACT_NONE, 1, 1);
     taken += case_conv2d_nhwc16("conv16_L_64to196_s2_relu", 2, 64, 20, 18, 196, 2, MVRT_ACT_RELU, 0, 1);
     taken += case_conv2d_nhwc16("conv16_L_196_gelut_b1", 1, 196, 9, 13, 196, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    /* the graph's form for them: maps stored with 200 channels (16-byte
+     * rows: the sm_90a kernels' 128x208 tile), the stem's second conv
+     * into them, the downsampler out of them into 392, and 392's convs;
+     * a small odd form and a stem from NCHW floats into a padded map */
+    taken += case_conv2d_nhwc16_stored("conv16_Lp_14x14x196_res_b2", 2, 196, 14, 14, 196, 1, MVRT_ACT_NONE, 1, 1, 200,
+                                       200);
+    taken += case_conv2d_nhwc16_stored("conv16_Lp_64to196_s2_relu", 2, 64, 20, 18, 196, 2, MVRT_ACT_RELU, 0, 1, 0, 200);
+    taken += case_conv2d_nhwc16_stored("conv16_Lp_196_gelut_b3", 3, 196, 9, 13, 196, 1, MVRT_ACT_GELU_TANH, 0, 1, 200,
+                                       200);
+    taken += case_conv2d_nhwc16_stored("conv16_Lp_196to392_s2", 2, 196, 15, 14, 392, 2, MVRT_ACT_NONE, 0, 1, 200, 0);
+    taken += case_conv2d_nhwc16("conv16_L_11x9x392_res_b2", 2, 392, 11, 9, 392, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_L_392_gelut_b1", 1, 392, 7, 8, 392, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    taken += case_conv2d_nhwc16_stored("conv16_p_12to20_odd_res", 2, 12, 7, 9, 20, 1, MVRT_ACT_NONE, 1, 1, 16, 24);
+    taken += case_conv2d_nhwc16_stored("conv16_p_stem_c3_to12", 2, 3, 13, 11, 12, 2, MVRT_ACT_RELU, 0, 0, 0, 16);
     /* MambaVision-B's 128 / 256 channels (the sm_90a kernels' 128x128
      * tiles; the 160-channel cases above take their 128x160 tile, the
      * 80-channel ones the Sm80 kernels) */
@@ -1208,7 +1265,7 @@ static void case_graph(void)
     memset(&l, 0, sizeof l);
     c.kind = MVRT_OP_CONV2D;
     c.u.conv2d = (mvrt_conv2d_params_t){B, Ci, H, W, Co, H, W, 3, 1, 1, x.d, w.d, cb.d, NULL, y.d, MVRT_ACT_GELU_ERF,
-                                        MVRT_MATH_FP32, 0, 0};
+                                        MVRT_MATH_FP32, 0, 0, 0, 0};
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,

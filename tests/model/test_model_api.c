@@ -720,6 +720,60 @@ done:
     mvrt_model_destroy(m);
 }
 
+/* 16-bit graphs store a conv stage's map whose channel count is no
+ * multiple of 8 with zero channels up to one (runtime/graph.c,
+ * conv_map_channels: MambaVision-L's 196 -> 200). A network of dim 12
+ * (stored 16; the next levels 24, 48, 96 dense) with odd sizes at batch 3,
+ * and at batch 65 (stem and ConvBlocks in two halves), in bf16 and fp16
+ * against the fp32 graph of the same model (dense float maps): |d| <= k
+ * (RMS(ref) + |ref|) with the golden check's k per mode (5e-2 bf16, 2e-2
+ * fp16; tools/model_golden.c). Garbage in the padding channels, or a map
+ * read with the wrong channel stride, lands far outside. */
+static void test_network_padded_maps(mvrt_backend_t *be)
+{
+    mvrt_model_config_t c = small_network();
+    c.dim = 12;
+    mvrt_model_t *m = NULL;
+    CHECK_OK(mvrt_model_init_random(be, &c, 13, &m));
+    mvrt_stream_t *s = NULL;
+    CHECK_OK(mvrt_stream_create(be, &s));
+    static const int64_t shapes[2][3] = {{3, 37, 45}, {65, 32, 32}};
+    for (int k = 0; k < 2 && m && s; k++) {
+        const int64_t batch = shapes[k][0], nin = batch * 3 * shapes[k][1] * shapes[k][2], nout = batch * 7;
+        float *in = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *got = malloc((size_t)nout * 4);
+        fill(in, nin, 17 + k);
+        mvrt_graph_options_t o = {batch, shapes[k][1], shapes[k][2], 0, 0};
+        mvrt_graph_t *g = NULL;
+        CHECK_OK(mvrt_graph_create(m, &o, &g));
+        if (g)
+            CHECK_OK(run_host(g, s, in, ref));
+        mvrt_graph_destroy(g);
+        for (int math = 2; math <= 3 && g; math++) {
+            o.math = math, g = NULL;
+            CHECK_OK(mvrt_graph_create(m, &o, &g));
+            if (!g)
+                break;
+            CHECK_OK(run_host(g, s, in, got));
+            double rms = 0, worst = 0;
+            for (int64_t i = 0; i < nout; i++)
+                rms += (double)ref[i] * ref[i];
+            rms = sqrt(rms / (double)nout);
+            const double kk = math == 2 ? 5e-2 : 2e-2;
+            for (int64_t i = 0; i < nout; i++) {
+                const double r = fabs((double)got[i] - ref[i]) / (rms + fabs((double)ref[i]));
+                worst = r > worst || r != r ? r : worst;
+            }
+            fprintf(stderr, "dim 12 (maps stored with 16 channels), batch %lld, math %d vs fp32: worst |d| / "
+                            "(RMS + |ref|) %.3e (k %.0e)\n", (long long)batch, math, worst, kk);
+            CHECK(worst <= kk);
+            mvrt_graph_destroy(g);
+        }
+        free(in), free(ref), free(got);
+    }
+    mvrt_stream_destroy(s);
+    mvrt_model_destroy(m);
+}
+
 /* The workspace holds only the tensors in use at the same time
  * (runtime/graph.c, plan_offsets): for MambaVision-T in fp32 at batch 64
  * on the CPU (no op scratch there) that peak is the input plus the first
@@ -763,6 +817,7 @@ int main(int argc, char **argv)
     test_blocks(be);
     test_network_graphs(be);
     test_network_batch_split(be);
+    test_network_padded_maps(be);
     if (strcmp(mvrt_backend_name(be), "cpu") == 0)
         test_workspace_plan(be);
     test_presets(be);

@@ -675,20 +675,23 @@ static void test_pool(int64_t B, int64_t C, int64_t S, double mean)
 #define MAP16_RTOL (1.125 * s16_rtol())
 #define MAP16_ATOL 1e-5
 
-static void nchw_to_nhwc(const double *src, double *dst, int64_t batch, int64_t C, int64_t sp)
+/* NCHW (batch, C, sp) -> NHWC with Cs >= C channels stored per position
+ * (zeros past C: a padded map, x_map_channels) */
+static void nchw_to_nhwc(const double *src, double *dst, int64_t batch, int64_t C, int64_t Cs, int64_t sp)
 {
     for (int64_t b = 0; b < batch; b++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t i = 0; i < sp; i++)
-                dst[(b * sp + i) * C + c] = src[(b * C + c) * sp + i];
+        for (int64_t i = 0; i < sp; i++)
+            for (int64_t c = 0; c < Cs; c++)
+                dst[(b * sp + i) * Cs + c] = c < C ? src[(b * C + c) * sp + i] : 0.0;
 }
 
-/* n random floats rounded to bf16, as floats (NCHW) and as NHWC bits */
-static float *map16_values(int64_t batch, int64_t C, int64_t sp, uint16_t **out16)
+/* n random floats rounded to bf16, as floats (NCHW) and as NHWC bits with
+ * Cs >= C channels stored per position (zeros past C) */
+static float *map16_values(int64_t batch, int64_t C, int64_t Cs, int64_t sp, uint16_t **out16)
 {
     const size_t n = (size_t)(batch * C * sp);
     float *x = falloc(n);
-    uint16_t *x16 = malloc(n * sizeof(uint16_t) + 2);
+    uint16_t *x16 = calloc((size_t)(batch * Cs * sp) + 1, sizeof(uint16_t));
     if (!x16) {
         fprintf(stderr, "out of memory\n");
         exit(1);
@@ -699,7 +702,7 @@ static float *map16_values(int64_t batch, int64_t C, int64_t sp, uint16_t **out1
             for (int64_t i = 0; i < sp; i++) {
                 const uint16_t h = to16(x[(b * C + c) * sp + i]);
                 x[(b * C + c) * sp + i] = from16(h);
-                x16[(b * sp + i) * C + c] = h;
+                x16[(b * sp + i) * Cs + c] = h;
             }
     *out16 = x16;
     return x;
@@ -722,20 +725,23 @@ static void check_threads16(const char *kind, const char *name, const mvrt_op_pa
     free(got);
 }
 
+/* xs, ys: the channels x's and y's 16-bit maps store per position
+ * (x_map_channels / y_map_channels when more than cin / cout): the padding
+ * channels of y must come out +0 exactly. */
 static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride, int act,
-                               int residual, int x16)
+                               int residual, int x16, int64_t xs, int64_t ys)
 {
-    char name[128];
-    snprintf(name, sizeof name, "nhwc %s b%lld %lld->%lld %lldx%lld s%d act %d%s%s", t16_name(), (long long)batch,
-             (long long)cin, (long long)cout, (long long)h, (long long)w, stride, act, residual ? " res" : "",
-             x16 ? "" : " x NCHW f32");
+    char name[160];
+    snprintf(name, sizeof name, "nhwc %s b%lld %lld->%lld %lldx%lld s%d act %d%s%s stored %lld->%lld", t16_name(),
+             (long long)batch, (long long)cin, (long long)cout, (long long)h, (long long)w, stride, act,
+             residual ? " res" : "", x16 ? "" : " x NCHW f32", (long long)xs, (long long)ys);
     const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
-    const size_t ny = (size_t)(batch * cout * oh * ow);
+    const size_t ny = (size_t)(batch * ys * oh * ow), ny_dense = (size_t)(batch * cout * oh * ow);
     uint16_t *xb, *rb;
-    float *x = map16_values(batch, cin, h * w, &xb), *r = map16_values(batch, cout, oh * ow, &rb);
-    float *wt = falloc((size_t)(cout * cin * 9)), *bias = falloc((size_t)cout), *y32 = falloc(ny);
+    float *x = map16_values(batch, cin, xs, h * w, &xb), *r = map16_values(batch, cout, ys, oh * ow, &rb);
+    float *wt = falloc((size_t)(cout * cin * 9)), *bias = falloc((size_t)cout), *y32 = falloc(ny_dense);
     uint16_t *y16 = malloc(ny * sizeof(uint16_t));
-    double *refn = dalloc(ny), *ref = dalloc(ny);
+    double *refn = dalloc(ny_dense), *ref = dalloc(ny);
     if (!y16) {
         fprintf(stderr, "out of memory\n");
         exit(1);
@@ -749,12 +755,22 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
                                          .residual = residual ? r : NULL, .y = y32, .activation = act,
                                          .math = MVRT_MATH_BF16};
     run_ref(&op, refn);
-    nchw_to_nhwc(refn, ref, batch, cout, oh * ow);
+    nchw_to_nhwc(refn, ref, batch, cout, ys, oh * ow);
     op.u.conv2d.x = x16 ? (const float *)(const void *)xb : x;
     op.u.conv2d.residual = residual ? (const float *)(const void *)rb : NULL;
     op.u.conv2d.y = (float *)(void *)y16;
     op.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0, op.u.conv2d.y_nhwc16 = g_t16;
+    op.u.conv2d.x_map_channels = x16 && xs != cin ? xs : 0;
+    op.u.conv2d.y_map_channels = ys != cout ? ys : 0;
     check_threads16("conv2d", name, &op, y16, ref, ny);
+    g_cases++;
+    for (size_t i = 0; i < ny; i++)
+        if ((int64_t)(i % (size_t)ys) >= cout && y16[i] != 0) {
+            fprintf(stderr, "FAIL conv2d %s: padding channel %lld of position %zu holds 0x%04x, not +0\n", name,
+                    (long long)(i % (size_t)ys), i / (size_t)ys, y16[i]);
+            g_failures++;
+            break;
+        }
     free(x), free(xb), free(r), free(rb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref);
 }
 
@@ -766,7 +782,7 @@ static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, i
     const int64_t nh = (H + ws - 1) / ws, nw = (W + ws - 1) / ws;
     const size_t nmap = (size_t)(batch * C * H * W), ntok = (size_t)(batch * nh * nw * ws * ws * C);
     uint16_t *m16;
-    float *map = map16_values(batch, C, H * W, &m16);
+    float *map = map16_values(batch, C, C, H * W, &m16);
     float *tok = falloc(ntok), *map32 = falloc(nmap);
     double *ref = dalloc(ntok > nmap ? ntok : nmap), *refn = dalloc(nmap);
     /* partition: bf16 map -> float tokens, exact */
@@ -783,7 +799,7 @@ static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, i
     op.kind = MVRT_OP_WINDOW_REVERSE;
     op.u.window.src = tok, op.u.window.dst = map32, op.u.window.map_nhwc16 = 0;
     run_ref(&op, refn);
-    nchw_to_nhwc(refn, ref, batch, C, H * W);
+    nchw_to_nhwc(refn, ref, batch, C, C, H * W);
     op.u.window.dst = (float *)(void *)m16, op.u.window.map_nhwc16 = g_t16;
     check_threads16("window rev", name, &op, m16, ref, nmap);
     free(map), free(m16), free(tok), free(map32), free(ref), free(refn);
@@ -795,7 +811,7 @@ static void test_pool_nhwc16(int64_t batch, int64_t C, int64_t spatial)
     snprintf(name, sizeof name, "nhwc %s b%lld c%lld sp %lld", t16_name(), (long long)batch, (long long)C,
              (long long)spatial);
     uint16_t *x16;
-    float *x = map16_values(batch, C, spatial, &x16);
+    float *x = map16_values(batch, C, C, spatial, &x16);
     float *sc = falloc((size_t)C), *sh = falloc((size_t)C), *y = falloc((size_t)(batch * C));
     double *ref = dalloc((size_t)(batch * C));
     fill_uniform(sc, (size_t)C, 1.0, 0.5);
@@ -907,10 +923,15 @@ int main(void)
      * partition / reverse with padding; pool. */
     for (int pass = 0; pass < 2; pass++) {
         g_t16 = pass ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
-        test_conv2d_nhwc16(2, 3, 17, 15, 8, 2, MVRT_ACT_RELU, 0, 0);
-        test_conv2d_nhwc16(1, 8, 9, 11, 16, 1, MVRT_ACT_GELU_TANH, 0, 1);
-        test_conv2d_nhwc16(2, 16, 7, 6, 16, 1, MVRT_ACT_NONE, 1, 1);
-        test_conv2d_nhwc16(3, 5, 10, 9, 7, 2, MVRT_ACT_NONE, 0, 1);
+        test_conv2d_nhwc16(2, 3, 17, 15, 8, 2, MVRT_ACT_RELU, 0, 0, 3, 8);
+        test_conv2d_nhwc16(1, 8, 9, 11, 16, 1, MVRT_ACT_GELU_TANH, 0, 1, 8, 16);
+        test_conv2d_nhwc16(2, 16, 7, 6, 16, 1, MVRT_ACT_NONE, 1, 1, 16, 16);
+        test_conv2d_nhwc16(3, 5, 10, 9, 7, 2, MVRT_ACT_NONE, 0, 1, 5, 7);
+        /* maps padded to 8 channels (MambaVision-L's 196 -> 200 in small) */
+        test_conv2d_nhwc16(2, 12, 9, 7, 12, 1, MVRT_ACT_GELU_TANH, 0, 1, 16, 16);
+        test_conv2d_nhwc16(2, 12, 9, 7, 12, 1, MVRT_ACT_NONE, 1, 1, 16, 24);
+        test_conv2d_nhwc16(1, 12, 9, 8, 24, 2, MVRT_ACT_NONE, 0, 1, 16, 24);
+        test_conv2d_nhwc16(1, 3, 11, 9, 12, 2, MVRT_ACT_RELU, 0, 0, 3, 16);
         test_window_nhwc16(2, 24, 5, 7, 3);
         test_window_nhwc16(1, 40, 14, 14, 14);
         test_pool_nhwc16(2, 24, 5);
