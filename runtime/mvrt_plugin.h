@@ -29,9 +29,11 @@ extern "C" {
  * storage fields hold a type (MVRT_STORAGE16_BF16 / _F16) instead of 1,
  * and math MVRT_MATH_FP16; an older plugin would read fp16 as bf16. 6:
  * attention's 16-bit qkv and output (qkv16, out16), which an older plugin
- * would read as floats. The entry symbol keeps its name; the runtime passes its ABI version and
- * checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 6u
+ * would read as floats. 7: a conv's stored map channels (x_map_channels,
+ * y_map_channels), which an older plugin would ignore and read a padded
+ * map as a dense one. The entry symbol keeps its name; the runtime passes
+ * its ABI version and checks the vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 7u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */
