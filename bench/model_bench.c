@@ -60,6 +60,10 @@ static const bench_row_t gpu_rows[] = {
     {"MambaVision-T2, batch 256, bf16", 0, "T2", 0, 0, 256, 2, 0, NULL, 0},
     {"MambaVision-S, batch 256, bf16", 0, "S", 0, 0, 256, 2, 0, NULL, 0},
     {"MambaVision-L2, batch 256, bf16", 0, "L2", 0, 0, 256, 2, 0, NULL, 0},
+    /* the bottom of that target's batch range (64-256) */
+    {"MambaVision-T, batch 64, bf16", 0, "T", 0, 0, 64, 2, 0, NULL, 0},
+    {"MambaVision-B, batch 64, bf16", 0, "B", 0, 0, 64, 2, 0, NULL, 0},
+    {"MambaVision-L, batch 64, bf16", 0, "L", 0, 0, 64, 2, 0, NULL, 0},
 };
 
 static const bench_row_t cpu_rows[] = {
