@@ -774,6 +774,40 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
     free(x), free(xb), free(r), free(rb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref);
 }
 
+/* The rule every backend checks before a conv (mvrt_op_storage16): a
+ * stored channel count is 0 or in [channels, 65536], and only on a map in
+ * 16 bits; anything else is -1 (refused as unsupported). */
+static void test_conv_map_channels_rule(void)
+{
+    mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
+    mvrt_conv2d_params_t *c = &op.u.conv2d;
+    c->in_channels = 12, c->out_channels = 12, c->math = MVRT_MATH_BF16;
+    c->x_nhwc16 = c->y_nhwc16 = MVRT_STORAGE16_BF16;
+    static const struct {
+        int x16, y16;
+        int64_t xs, ys;
+        int want;
+    } cases[] = {
+        {1, 1, 0, 0, MVRT_STORAGE16_BF16},     {1, 1, 16, 16, MVRT_STORAGE16_BF16},
+        {1, 1, 12, 65536, MVRT_STORAGE16_BF16}, {1, 1, 8, 16, -1},
+        {1, 1, 16, 11, -1},                     {1, 1, 16, 65537, -1},
+        {0, 1, 16, 16, -1},                     {0, 1, 0, 16, MVRT_STORAGE16_BF16},
+        {1, 0, 0, 16, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        c->x_nhwc16 = cases[i].x16 ? MVRT_STORAGE16_BF16 : 0;
+        c->y_nhwc16 = cases[i].y16 ? MVRT_STORAGE16_BF16 : 0;
+        c->x_map_channels = cases[i].xs, c->y_map_channels = cases[i].ys;
+        const int got = mvrt_op_storage16(&op);
+        g_cases++;
+        if (got != cases[i].want) {
+            printf("FAIL  conv map channels rule, case %zu (x16 %d y16 %d stored %lld / %lld): %d, want %d\n", i,
+                   cases[i].x16, cases[i].y16, (long long)cases[i].xs, (long long)cases[i].ys, got, cases[i].want);
+            g_failures++;
+        }
+    }
+}
+
 static void test_window_nhwc16(int64_t batch, int64_t C, int64_t H, int64_t W, int ws)
 {
     char name[128];
@@ -927,6 +961,7 @@ int main(void)
         test_conv2d_nhwc16(1, 8, 9, 11, 16, 1, MVRT_ACT_GELU_TANH, 0, 1, 8, 16);
         test_conv2d_nhwc16(2, 16, 7, 6, 16, 1, MVRT_ACT_NONE, 1, 1, 16, 16);
         test_conv2d_nhwc16(3, 5, 10, 9, 7, 2, MVRT_ACT_NONE, 0, 1, 5, 7);
+        test_conv_map_channels_rule();
         /* maps padded to 8 channels (MambaVision-L's 196 -> 200 in small) */
         test_conv2d_nhwc16(2, 12, 9, 7, 12, 1, MVRT_ACT_GELU_TANH, 0, 1, 16, 16);
         test_conv2d_nhwc16(2, 12, 9, 7, 12, 1, MVRT_ACT_NONE, 1, 1, 16, 24);
