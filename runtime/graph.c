@@ -732,7 +732,7 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
                          int64_t *Cp, int64_t *Hp, int64_t *Wp, int next_conv)
 {
     int64_t C = *Cp, H = *Hp, W = *Wp;
-    int64_t Cs = s->conv ? conv_map_channels(b, C) : C; /* cur's stored channels */
+    const int64_t Cs = s->conv ? conv_map_channels(b, C) : C; /* cur's stored channels */
     const float *cur = src;
     char q[MV_PARAM_NAME_MAX];
     if (s->conv) {
