@@ -64,6 +64,9 @@ static const bench_row_t gpu_rows[] = {
     {"MambaVision-T, batch 64, bf16", 0, "T", 0, 0, 64, 2, 0, NULL, 0},
     {"MambaVision-B, batch 64, bf16", 0, "B", 0, 0, 64, 2, 0, NULL, 0},
     {"MambaVision-L, batch 64, bf16", 0, "L", 0, 0, 64, 2, 0, NULL, 0},
+    {"MambaVision-T2, batch 64, bf16", 0, "T2", 0, 0, 64, 2, 0, NULL, 0},
+    {"MambaVision-S, batch 64, bf16", 0, "S", 0, 0, 64, 2, 0, NULL, 0},
+    {"MambaVision-L2, batch 64, bf16", 0, "L2", 0, 0, 64, 2, 0, NULL, 0},
 };
 
 static const bench_row_t cpu_rows[] = {
