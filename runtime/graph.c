@@ -76,10 +76,21 @@ struct mvrt_graph {
      * element for element (make_weights16); NULL otherwise */
     mvrt_buffer_t *weights16;
     /* the float ranges [offset, offset + count) of the model's weights that
-     * ops read through weights16 (recorded by the plan: use_weight16), the
-     * only ones whose fp16 range make_weights16 checks */
+     * ops multiply in 16 bits (recorded by the plan: note_weight16_range;
+     * the linears reading weights16, every 16-bit conv), the only ones
+     * whose fp16 range make_weights16 checks */
     struct weight_range { size_t offset, count; } *w16_ranges;
     size_t w16_count, w16_cap;
+    /* 16-bit graphs with weights16: the filters of every conv between two
+     * 16-bit maps, prepared once in the layout the op's weight16 and
+     * bias_stored name (make_conv_filters16); NULL where there is none */
+    mvrt_buffer_t *conv_filters16;
+    struct conv_filter {
+        size_t weight, bias;              /* float offsets into the model's weights (bias: SIZE_MAX for none) */
+        int64_t K, kp, C, cp, RS;         /* out / stored out, in / stored in channels, taps */
+        size_t offset;                    /* bytes into conv_filters16: the filters, then bias_offset */
+    } *filters;
+    size_t filter_count, filter_cap, filter_bytes;
     size_t in_offset, out_offset;         /* bytes into the workspace */
     size_t scratch_offset, scratch_bytes;
     gnode_t *nodes;
@@ -106,6 +117,7 @@ typedef struct builder {
     int map16;                            /* maps NHWC 16-bit: store16, or 0 (see map_buf) */
     int map16_declined;                   /* plan: the backend declined a map16 form */
     const uint16_t *weights16;            /* see use_weight16 (a fake base while planning) */
+    char *conv_filters16;                 /* see use_conv_filters16 (likewise) */
 } builder_t;
 
 /* ---- builder helpers ----------------------------------------------------- */
@@ -200,6 +212,25 @@ static const float *weight(builder_t *b, const char *prefix, const char *leaf)
     return b->weights + p->offset;
 }
 
+/* Records that an op multiplies the count floats at w (model weights) in
+ * the graph's 16-bit type: make_weights16 checks their fp16 range. */
+static void note_weight16_range(builder_t *b, const float *w, int64_t count)
+{
+    mvrt_graph_t *g = b->g;
+    if (!b->weights16 || b->emit || b->status != MVRT_OK)
+        return;
+    if (g->w16_count == g->w16_cap) {
+        const size_t cap = g->w16_cap ? 2 * g->w16_cap : 64;
+        struct weight_range *r = mvrt_rt_realloc(g->w16_ranges, cap * sizeof *r);
+        if (!r) {
+            b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
+            return;
+        }
+        g->w16_ranges = r, g->w16_cap = cap;
+    }
+    g->w16_ranges[g->w16_count++] = (struct weight_range){(size_t)(w - b->weights), (size_t)count};
+}
+
 /* Points *w (a pointer into the model's weights that an op reads: count
  * floats) at its 16-bit copy in the graph's weights16 where the graph
  * keeps one; returns the op's 16-bit field for that operand (a16 / b16:
@@ -208,21 +239,58 @@ static int use_weight16(builder_t *b, const float **w, int64_t count)
 {
     if (!b->weights16)
         return 0;
-    mvrt_graph_t *g = b->g;
-    if (!b->emit && b->status == MVRT_OK) {
-        if (g->w16_count == g->w16_cap) {
-            const size_t cap = g->w16_cap ? 2 * g->w16_cap : 64;
-            struct weight_range *r = mvrt_rt_realloc(g->w16_ranges, cap * sizeof *r);
-            if (!r) {
-                b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
-                return 0;
-            }
-            g->w16_ranges = r, g->w16_cap = cap;
-        }
-        g->w16_ranges[g->w16_count++] = (struct weight_range){(size_t)(*w - b->weights), (size_t)count};
-    }
+    note_weight16_range(b, *w, count);
     *w = (const float *)(const void *)(b->weights16 + (*w - b->weights));
     return b->store16;
+}
+
+/* Bytes of a prepared conv filter's 16-bit weights, where its bias starts. */
+static size_t filter_bias_offset(const struct conv_filter *f)
+{
+    return ((size_t)(f->kp * f->RS * f->cp) * sizeof(uint16_t) + 255) & ~(size_t)255;
+}
+
+/* Points the 16-bit conv c (between two 16-bit maps) at its filters
+ * prepared once in the graph's conv_filters16 (weight16, bias_stored:
+ * mv_op_params.h) where the graph keeps 16-bit weights. The plan records
+ * each filter once (a conv split over the batch reads one). */
+static void use_conv_filters16(builder_t *b, mvrt_conv2d_params_t *c)
+{
+    if (!b->weights16 || !c->x_nhwc16 || !c->y_nhwc16 || b->status != MVRT_OK)
+        return;
+    mvrt_graph_t *g = b->g;
+    const struct conv_filter want = {
+        .weight = (size_t)(c->weight - b->weights), .bias = c->bias ? (size_t)(c->bias - b->weights) : SIZE_MAX,
+        .K = c->out_channels, .kp = mvrt_conv2d_y_stored(c), .C = c->in_channels, .cp = mvrt_conv2d_x_stored(c),
+        .RS = (int64_t)c->kernel * c->kernel};
+    size_t i = 0;
+    while (i < g->filter_count &&
+           (g->filters[i].weight != want.weight || g->filters[i].bias != want.bias || g->filters[i].kp != want.kp ||
+            g->filters[i].cp != want.cp || g->filters[i].K != want.K || g->filters[i].C != want.C))
+        i++;
+    if (i == g->filter_count) {
+        if (b->emit) { /* the walks disagree: never expected */
+            b->status = mvrt_error_set(MVRT_ERR_INTERNAL, "mvrt_graph_create: the emit pass met a conv filter the "
+                                                          "plan did not prepare");
+            return;
+        }
+        if (g->filter_count == g->filter_cap) {
+            const size_t cap = g->filter_cap ? 2 * g->filter_cap : 32;
+            struct conv_filter *f = mvrt_rt_realloc(g->filters, cap * sizeof *f);
+            if (!f) {
+                b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
+                return;
+            }
+            g->filters = f, g->filter_cap = cap;
+        }
+        g->filters[i] = want;
+        g->filters[i].offset = g->filter_bytes;
+        g->filter_bytes += filter_bias_offset(&want) + (((size_t)want.kp * sizeof(float) + 255) & ~(size_t)255);
+        g->filter_count++;
+    }
+    c->weight16 = b->conv_filters16 + g->filters[i].offset;
+    c->bias_stored = (const float *)(const void *)(b->conv_filters16 + g->filters[i].offset +
+                                                   filter_bias_offset(&g->filters[i]));
 }
 
 static gnode_t *add_node(builder_t *b, int type)
@@ -667,6 +735,10 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
         snprintf(leaf, sizeof leaf, "%s.bias", conv);
         c->bias = weight(b, prefix, leaf);
     }
+    /* a 16-bit conv multiplies 16-bit filters in every form: prepared
+     * (below) or staged on each run */
+    note_weight16_range(b, c->weight, cout * cin * 9);
+    use_conv_filters16(b, c);
     if (b->map16 && !b->emit && !backend_takes(b->g->backend, &op)) {
         b->map16_declined = 1;
         return;
@@ -1024,6 +1096,61 @@ static mvrt_status_t make_weights16(mvrt_graph_t *g, int type16)
     return st;
 }
 
+/* g->conv_filters16: each conv filter the plan recorded (use_conv_filters16)
+ * rounded to the 16-bit type and laid out (kp, RS, cp) with zeros past K
+ * and C, its bias as kp floats with zeros past K, uploaded filter by
+ * filter (after make_weights16, which checked their fp16 range). */
+static mvrt_status_t make_conv_filters16(mvrt_graph_t *g, int type16)
+{
+    static const char fn[] = "mvrt_graph_create";
+    if (!g->filter_count)
+        return MVRT_OK;
+    const mvrt_model_t *m = g->model;
+    mvrt_backend_t *be = g->backend;
+    mvrt_status_t st = mvrt_buffer_alloc(be, g->filter_bytes, &g->conv_filters16);
+    if (st)
+        return st;
+    size_t most = 0; /* bytes of the largest prepared filter */
+    int64_t most_w = 0;
+    for (size_t i = 0; i < g->filter_count; i++) {
+        const struct conv_filter *f = &g->filters[i];
+        const size_t bytes = filter_bias_offset(f) + (size_t)f->kp * sizeof(float);
+        most = bytes > most ? bytes : most;
+        most_w = f->K * f->C * f->RS > most_w ? f->K * f->C * f->RS : most_w;
+    }
+    float *w = malloc((size_t)most_w * sizeof *w);
+    char *host = malloc(most);
+    if (!w || !host)
+        st = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    for (size_t i = 0; st == MVRT_OK && i < g->filter_count; i++) {
+        const struct conv_filter *f = &g->filters[i];
+        const int64_t n = f->K * f->C * f->RS;
+        uint16_t *w16 = (uint16_t *)(void *)host;
+        float *bias = (float *)(void *)(host + filter_bias_offset(f));
+        memset(host, 0, filter_bias_offset(f) + (size_t)f->kp * sizeof(float));
+        st = mvrt_copy_device_to_host(NULL, w, m->weights, f->weight * sizeof(float), (size_t)n * sizeof(float));
+        if (st == MVRT_OK && f->bias != SIZE_MAX)
+            st = mvrt_copy_device_to_host(NULL, bias, m->weights, f->bias * sizeof(float),
+                                          (size_t)f->K * sizeof(float));
+        if (st == MVRT_OK)
+            st = be->vt->stream_synchronize(be->device, be->vt->default_stream(be->device));
+        /* (K, C, RS) floats -> (kp, RS, cp) 16-bit */
+        for (int64_t j = 0; st == MVRT_OK && j < n; j++) {
+            const int64_t k = j / (f->C * f->RS), c = j / f->RS % f->C, rs = j % f->RS;
+            w16[(k * f->RS + rs) * f->cp + c] =
+                type16 == MVRT_STORAGE16_F16 ? mvrt_f32_to_f16(w[j]) : mvrt_f32_to_bf16(w[j]);
+        }
+        if (st == MVRT_OK)
+            st = mvrt_copy_host_to_device(NULL, g->conv_filters16, f->offset, host,
+                                          filter_bias_offset(f) + (size_t)f->kp * sizeof(float));
+        if (st == MVRT_OK)
+            st = be->vt->stream_synchronize(be->device, be->vt->default_stream(be->device));
+    }
+    free(w);
+    free(host);
+    return st;
+}
+
 static mvrt_status_t io_shapes(mvrt_graph_t *g)
 {
     const mvrt_model_config_t *c = &g->model->config;
@@ -1094,14 +1221,17 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     /* 16-bit weights rounded once here, not on every run (a fake base while planning) */
     const uint16_t *fake16 =
         s16 && backend_takes_weights16(g->backend, math, s16) ? (const uint16_t *)(uintptr_t)0x200000 : NULL;
+    char *const fake_filters = fake16 ? (char *)(uintptr_t)0x400000 : NULL;
     builder_t b = {.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = map16,
-                   .weights16 = fake16};
+                   .weights16 = fake16, .conv_filters16 = fake_filters};
     emit_all(&b);
     if (b.status == MVRT_OK && b.map16_declined) {
         g->scratch_bytes = 0;
         g->w16_count = 0;
+        g->filter_count = g->filter_bytes = 0;
         free(b.vb);
-        b = (builder_t){.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .weights16 = fake16};
+        b = (builder_t){.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .weights16 = fake16,
+                        .conv_filters16 = fake_filters};
         emit_all(&b);
     }
     if (b.status == MVRT_OK && b.nodes)
@@ -1110,7 +1240,7 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     if (b.status == MVRT_OK)
         b.status = plan_offsets(b.vb, b.nvb, &total);
     if (b.status) {
-        free(b.vb), free(g->w16_ranges), free(g);
+        free(b.vb), free(g->w16_ranges), free(g->filters), free(g);
         return b.status;
     }
     /* emit_all asks for the input first, the output second */
@@ -1120,10 +1250,10 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     g->workspace_bytes = total;
     st = mvrt_buffer_alloc(g->backend, total ? total : 256, &g->workspace);
     if (st) {
-        free(b.vb), free(g->w16_ranges), free(g);
+        free(b.vb), free(g->w16_ranges), free(g->filters), free(g);
         return st;
     }
-    if (fake16 && (st = make_weights16(g, s16)) != MVRT_OK) {
+    if (fake16 && ((st = make_weights16(g, s16)) != MVRT_OK || (st = make_conv_filters16(g, s16)) != MVRT_OK)) {
         free(b.vb);
         mvrt_graph_destroy(g);
         return st;
@@ -1132,7 +1262,8 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     /* Emit: the same walk with the planned places. */
     builder_t e = {.g = g, .emit = 1, .vb = b.vb, .vb_cap = b.nvb, .base = mvrt_buffer_data(g->workspace),
                    .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = b.map16,
-                   .weights16 = g->weights16 ? mvrt_buffer_data(g->weights16) : NULL};
+                   .weights16 = g->weights16 ? mvrt_buffer_data(g->weights16) : NULL,
+                   .conv_filters16 = g->conv_filters16 ? mvrt_buffer_data(g->conv_filters16) : NULL};
     emit_all(&e);
     free(b.vb);
     if (e.status == MVRT_OK && e.nvb != b.nvb)
@@ -1155,7 +1286,9 @@ void mvrt_graph_destroy(mvrt_graph_t *graph)
         be->vt->graph_destroy(be->device, graph->exec);
     mvrt_buffer_free(graph->workspace);
     mvrt_buffer_free(graph->weights16);
+    mvrt_buffer_free(graph->conv_filters16);
     free(graph->w16_ranges);
+    free(graph->filters);
     free(graph->nodes);
     free(graph);
 }
@@ -1440,7 +1573,8 @@ mvrt_status_t mvrt_graph_get_stats(const mvrt_graph_t *graph, mvrt_graph_stats_t
 {
     if (!graph || !out_stats)
         return mvrt_error_set(INVALID, "mvrt_graph_get_stats: %s is NULL", !graph ? "graph" : "out_stats");
-    const size_t w16 = graph->weights16 ? graph->weights16->size : 0;
+    const size_t w16 = (graph->weights16 ? graph->weights16->size : 0) +
+                       (graph->conv_filters16 ? graph->conv_filters16->size : 0);
     mvrt_graph_stats_t s = {graph->workspace_bytes + w16, graph->model->weight_bytes, (int64_t)graph->count,
                             graph->exec != NULL, graph->runs, graph->flops};
     *out_stats = s;

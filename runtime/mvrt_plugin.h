@@ -33,7 +33,7 @@ extern "C" {
  * y_map_channels), which an older plugin would ignore and read a padded
  * map as a dense one. The entry symbol keeps its name; the runtime passes
  * its ABI version and checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 7u
+#define MVRT_PLUGIN_ABI_VERSION 8u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

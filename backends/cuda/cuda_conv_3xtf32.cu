@@ -143,7 +143,8 @@ implicit_plan make_plan_nhwc16(const mvrt_conv2d_params_t *p)
     c.chunk = chunk;
     c.in_bytes = p->x_nhwc16 ? 0 : align256(chunk * in_img * 2);
     c.out_bytes = 0;
-    c.w_bytes = align256(kp * cp * p->kernel * p->kernel * 2) + align256(kp * 4);
+    /* filters staged per run unless the graph prepared them (weight16) */
+    c.w_bytes = p->weight16 ? 0 : align256(kp * cp * p->kernel * p->kernel * 2) + align256(kp * 4);
     c.scratch = c.in_bytes + c.w_bytes;
     return c;
 }
@@ -449,11 +450,16 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
     const int kp = (int)mvrt_conv2d_y_stored(p); /* y's stored channels: the GEMM's N, zero filters past K */
     const int RS = p->kernel * p->kernel, HW = (int)(p->in_h * p->in_w), PQ = (int)(p->out_h * p->out_w);
     bf16 *xt = (bf16 *)scratch;
-    bf16 *wt = (bf16 *)((char *)scratch + c.in_bytes);
-    float *bias = (float *)((char *)scratch + c.in_bytes + align256(kp * (int64_t)cp * RS * 2));
-    const int64_t wn = kp * (int64_t)cp * RS;
-    stage_filter16_kernel<<<(unsigned)((wn + 255) / 256 < 4096 ? (wn + 255) / 256 : 4096), 256, 0, s>>>(
-        p->weight, p->bias, wt, bias, K, kp, C, cp, RS);
+    const bf16 *wt = (const bf16 *)p->weight16;
+    const float *bias = p->bias_stored;
+    if (!wt) { /* not prepared by a graph: staged here, every run */
+        bf16 *w_staged = (bf16 *)((char *)scratch + c.in_bytes);
+        float *bias_staged = (float *)((char *)scratch + c.in_bytes + align256(kp * (int64_t)cp * RS * 2));
+        const int64_t wn = kp * (int64_t)cp * RS;
+        stage_filter16_kernel<<<(unsigned)((wn + 255) / 256 < 4096 ? (wn + 255) / 256 : 4096), 256, 0, s>>>(
+            p->weight, p->bias, w_staged, bias_staged, K, kp, C, cp, RS);
+        wt = w_staged, bias = bias_staged;
+    }
     /* the kernels below multiply kp filters (the padded ones give zeros) */
     mvrt_conv2d_params_t padded = *p;
     padded.out_channels = kp;
@@ -501,13 +507,13 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
 
 extern "C" int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p)
 {
-    return eligible(p) ? make_plan(p).scratch : 0;
+    return eligible(p) ? make_plan(p).scratch : -1;
 }
 
 static int conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, bool sm90, char *msg,
                        size_t msg_n)
 {
-    if (!eligible(p) || !scratch) return MVRT_GPU_GEMM_DECLINED;
+    if (!eligible(p) || (!scratch && make_plan(p).scratch > 0)) return MVRT_GPU_GEMM_DECLINED;
     if (p->x_nhwc16 || p->y_nhwc16)
         return p->math == MVRT_MATH_FP16 ? run_conv_nhwc16<cutlass::half_t>(s, p, scratch, sm90, msg, msg_n)
                                          : run_conv_nhwc16<cutlass::bfloat16_t>(s, p, scratch, sm90, msg, msg_n);
@@ -579,7 +585,7 @@ extern "C" int mvrt_cuda_conv_3xtf32_sm90(cudaStream_t s, const mvrt_conv2d_para
 extern "C" int64_t mvrt_cuda_conv_3xtf32_scratch(const mvrt_conv2d_params_t *p)
 {
     (void)p;
-    return 0;
+    return -1;
 }
 
 extern "C" int mvrt_cuda_conv_3xtf32(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg,

@@ -7,8 +7,9 @@
  * the sm_80+ targets (as cuda_gemm_3xtf32.h); without them every call
  * declines and the shared im2col path runs.
  *
- * mvrt_cuda_conv_3xtf32_scratch: bytes of scratch the conv needs for p, or
- * 0 when it will decline p (fewer than 8192 output
+ * mvrt_cuda_conv_3xtf32_scratch: bytes of scratch the conv needs for p
+ * (0 for a conv between two 16-bit maps whose filters the graph prepared:
+ * weight16), or -1 when it will decline p (fewer than 8192 output
  * positions per op unless MVRT_CUDA_CONV=implicit, input or output channels
  * not multiples of 4, or of 8 in 16-bit math, a 1x1 stride-1 unpadded conv that the shared path runs
  * as a plain GEMM). A pure function of the sizes (and the knob, read once).
@@ -19,10 +20,10 @@
  * forms (x_nhwc16 / y_nhwc16: bf16 / fp16 math, channels multiples of 4, no
  * activation together with a residual, every batch size) read and write
  * the NHWC 16-bit maps directly with the epilogue inside CUTLASS; only the
- * filter (KRSC, 16-bit) and the bias go to the scratch, plus x when it is
- * NCHW floats. No other path serves those forms: a failure there is
+ * filter (KRSC, 16-bit) and the bias go to the scratch, unless the graph
+ * prepared them (weight16, bias_stored), plus x when it is NCHW floats. No other path serves those forms: a failure there is
  * MVRT_GPU_GEMM_FAILED, never DECLINED. `scratch`: at
- * least the bytes above. Allocates nothing, does not synchronize (legal
+ * least the bytes above (may be NULL where they are 0). Allocates nothing, does not synchronize (legal
  * during graph capture). Returns MVRT_GPU_GEMM_OK, MVRT_GPU_GEMM_DECLINED
  * (before writing y: the caller runs the im2col path) or
  * MVRT_GPU_GEMM_FAILED with a message in msg. Thread-safe. */

@@ -440,7 +440,7 @@ bool conv_nhwc16_smallk(const mvrt_conv2d_params_t &p)
 }
 bool conv_nhwc16_takes(const mvrt_conv2d_params_t &p, const mvrt_gpu_op_ctx_t *ctx)
 {
-    return conv_nhwc16_smallk(p) || (ctx->conv && ctx->conv_scratch(&p) > 0);
+    return conv_nhwc16_smallk(p) || (ctx->conv && ctx->conv_scratch(&p) >= 0);
 }
 
 int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_ctx_t *ctx, gpuStream_t s,
@@ -453,7 +453,7 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
             if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
             return MVRT_GPU_OP_OK;
         }
-        if (!scratch) return MVRT_GPU_OP_NO_SCRATCH;
+        if (!scratch && ctx->conv_scratch(&p) > 0) return MVRT_GPU_OP_NO_SCRATCH;
         return ctx->conv(s, &p, scratch, msg, msg_n) == MVRT_GPU_GEMM_OK ? MVRT_GPU_OP_OK : MVRT_GPU_OP_BLAS;
     }
     const conv2d_plan c = make_conv2d_plan(p, use_vendor16(p.math, ctx) ? math_type16(p.math) : 0);
@@ -482,7 +482,7 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     }
 #endif
     /* the vendor's whole-op conv where it takes p (CUDA: implicit GEMM) */
-    if (ctx->conv && scratch && ctx->conv_scratch(&p) > 0) {
+    if (ctx->conv && ctx->conv_scratch(&p) >= 0 && (scratch || ctx->conv_scratch(&p) == 0)) {
         const int rc = ctx->conv(s, &p, scratch, msg, msg_n);
         if (rc == MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_OK;
         if (rc != MVRT_GPU_GEMM_DECLINED) return MVRT_GPU_OP_BLAS;
@@ -637,7 +637,7 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
         const int64_t split = conv_splitk_bytes(p->u.conv2d, c, ctx);
         const int64_t own = split > 0 ? conv_splitk_offset(c) + split : c.scratch;
         /* room for either path: the vendor conv may decline at run time */
-        const int64_t vendor = ctx->conv ? ctx->conv_scratch(&p->u.conv2d) : 0;
+        const int64_t vendor = ctx->conv ? ctx->conv_scratch(&p->u.conv2d) : -1;
         return (size_t)(vendor > own ? vendor : own);
     }
     if (p->kind == MVRT_OP_LINEAR) {

@@ -111,7 +111,7 @@ typedef struct mvrt_gpu_op_ctx {
     mvrt_gpu_gemm_fn gemm;  /* NULL: every GEMM runs our own kernel */
     /* A vendor conv2d for whole ops (CUDA: backends/cuda/cuda_conv_3xtf32.h);
      * NULL: every conv runs im2col + GEMM. conv_scratch(p) is its scratch
-     * (0: it declines p); conv returns MVRT_GPU_GEMM_OK / _DECLINED (y
+     * (-1: it declines p; 0: it needs none); conv returns MVRT_GPU_GEMM_OK / _DECLINED (y
      * untouched) / _FAILED. */
     int64_t (*conv_scratch)(const mvrt_conv2d_params_t *p);
     int (*conv)(gpuStream_t s, const mvrt_conv2d_params_t *p, void *scratch, char *msg, size_t msg_n);

@@ -131,8 +131,9 @@ typedef struct mvrt_graph mvrt_graph_t;
  * allocation: running never allocates). With math 2 or 3 (bf16, fp16) on
  * a GPU backend whose GEMMs take 16-bit weights (CUDA), it also keeps a
  * 16-bit copy of the model's weights (half their bytes), rounded here
- * once instead of on every run; making it copies the weights through host
- * memory in slices of 4 MiB and waits for the device. fp16: a weight
+ * once instead of on every run, and the 16-bit convs' filters in their
+ * kernels' layout; making them copies the weights through host memory (in
+ * slices of 4 MiB; a filter at a time) and waits for the device. fp16: a weight
  * beyond fp16's range (|w| > 65504) fails with MVRT_ERR_UNSUPPORTED
  * instead of becoming infinite. */
 MVRT_API mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t *options,
@@ -155,8 +156,9 @@ MVRT_API mvrt_status_t mvrt_graph_run(mvrt_graph_t *graph, mvrt_stream_t *stream
                                       const mvrt_tensor_t *input, const mvrt_tensor_t *output);
 
 typedef struct mvrt_graph_stats {
-    size_t workspace_bytes;   /* intermediates + op scratch (+ the 16-bit copy of the weights that
-                                 a bf16 / fp16 graph on CUDA keeps: mvrt_graph_create) */
+    size_t workspace_bytes;   /* intermediates + op scratch (+ the 16-bit copy of the weights and
+                                 the convs' prepared 16-bit filters that a bf16 / fp16 graph on
+                                 CUDA keeps: mvrt_graph_create) */
     size_t weight_bytes;      /* the model's device weights */
     int64_t nodes;            /* ops per run */
     int captured;             /* 1 once runs replay a captured CUDA/HIP graph */

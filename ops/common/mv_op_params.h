@@ -232,6 +232,17 @@ typedef struct mvrt_conv2d_params {
      * residual's must be zeros (what such a conv leaves there). Only with
      * x_nhwc16 / y_nhwc16 set. */
     int64_t x_map_channels, y_map_channels;
+    /* Filters prepared once, when a graph is created, for a conv between
+     * two 16-bit maps (NULL: a backend that multiplies 16-bit filters
+     * converts weight and bias on every run). weight16: weight rounded to
+     * the maps' 16-bit type (to nearest even), laid out (y_stored, kernel,
+     * kernel, x_stored), zeros past out_channels and in_channels.
+     * bias_stored: y_stored floats, bias (zeros where bias is NULL), then
+     * zeros. Both or neither, both 256-byte aligned; only with x_nhwc16 and
+     * y_nhwc16 set. weight and bias stay set: a backend may read them
+     * instead (the CPU does: fp32 math). */
+    const void *weight16;
+    const float *bias_stored;
 } mvrt_conv2d_params_t;
 
 /* A conv's stored channels per position of x and y (see x_map_channels). */
@@ -357,6 +368,10 @@ static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
                                    c->x_map_channels > 65536)) ||
             (c->y_map_channels && (!c->y_nhwc16 || c->y_map_channels < c->out_channels ||
                                    c->y_map_channels > 65536)))
+            return -1;
+        /* prepared filters: both, between two 16-bit maps, bias aligned */
+        if ((!c->weight16 != !c->bias_stored) ||
+            (c->weight16 && (!c->x_nhwc16 || !c->y_nhwc16 || (((uintptr_t)c->weight16 | (uintptr_t)c->bias_stored) & 255u))))
             return -1;
         f[0] = c->x_nhwc16, f[1] = c->y_nhwc16, math = c->math;
         break;

@@ -131,9 +131,9 @@ int main(int argc, char **argv)
     float *cr = dalloc_rand(B * 80 * 56 * 56);
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_CONV2D;
-    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 80, 56, 56, 3, 1, 1, cx, cw, b1, cr, cy, MVRT_ACT_GELU_TANH, MVRT_MATH_FP32, 0, 0, 0, 0};
+    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 80, 56, 56, 3, 1, 1, cx, cw, b1, cr, cy, MVRT_ACT_GELU_TANH, MVRT_MATH_FP32, 0, 0, 0, 0, NULL, NULL};
     bench("conv2d b256 80->80 56x56 3x3 s1 +res", &p, 2.0 * B * 80 * 80 * 9 * 56 * 56, 0);
-    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 160, 28, 28, 3, 2, 1, cx, cw, NULL, NULL, cy, MVRT_ACT_NONE, MVRT_MATH_FP32, 0, 0, 0, 0};
+    p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 160, 28, 28, 3, 2, 1, cx, cw, NULL, NULL, cy, MVRT_ACT_NONE, MVRT_MATH_FP32, 0, 0, 0, 0, NULL, NULL};
     bench("conv2d b256 80->160 56x56 3x3 s2", &p, 2.0 * B * 160 * 80 * 9 * 28 * 28, 0);
     vt->device_close(dev);
     return 0;

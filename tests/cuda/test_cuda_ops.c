@@ -967,8 +967,12 @@ static int run_attention_io16_cases(void)
  * the 16-bit conv cases' ((6e-3 sqrt(Cin k^2), 2e-2) x gemm16_scale())
  * plus the output's rounding. Returns
  * 1 when the device took the form (0: declined, nothing checked). */
-static int case_conv2d_nhwc16_stored(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
-                                     int stride, int act, int residual, int x16, int64_t xs, int64_t ys)
+/* prepared: the filters as a graph prepares them (weight16 and
+ * bias_stored, mv_op_params.h), with the float weight and bias on the
+ * device poisoned (NaN): the CUDA backend must multiply the prepared ones
+ * and read the floats not at all. */
+static int conv16_case(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride,
+                       int act, int residual, int x16, int64_t xs, int64_t ys, int prepared)
 {
     if (!selected(name)) return 0;
     if (!xs) xs = cin;
@@ -1012,6 +1016,23 @@ static int case_conv2d_nhwc16_stored(const char *name, int64_t batch, int64_t ci
     pd.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0; pd.u.conv2d.y_nhwc16 = g_t16;
     pd.u.conv2d.x_map_channels = x16 && xs != cin ? xs : 0;
     pd.u.conv2d.y_map_channels = ys != cout ? ys : 0;
+    buf16_t w16 = {0};
+    buf_t bias_stored = {0}, poison_w = {0}, poison_b = {0};
+    if (prepared) { /* (ys, 3, 3, xs), zeros past cout and cin */
+        float *wp = calloc((size_t)(ys * 9 * xs), sizeof(float));
+        if (!wp) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+        for (int64_t k = 0; k < cout; k++)
+            for (int64_t c = 0; c < cin; c++)
+                for (int64_t rs = 0; rs < 9; rs++) wp[(k * 9 + rs) * xs + c] = wt.h[(k * cin + c) * 9 + rs];
+        w16 = buf16_new(ys * 9 * xs, wp);
+        free(wp);
+        bias_stored = buf_new(ys);
+        for (int64_t k = 0; k < ys; k++) bias_stored.h[k] = k < cout ? bias.h[k] : 0.f;
+        buf_upload(&bias_stored);
+        poison_w = buf_out(cout * cin * 9), poison_b = buf_out(cout);
+        pd.u.conv2d.weight = poison_w.d, pd.u.conv2d.bias = poison_b.d;
+        pd.u.conv2d.weight16 = w16.d, pd.u.conv2d.bias_stored = bias_stored.d;
+    }
     int taken = dev_takes(&pd);
     if (taken) {
         mvrt_ref_op_run(&ph, refn);
@@ -1038,13 +1059,30 @@ static int case_conv2d_nhwc16_stored(const char *name, int64_t batch, int64_t ci
     free(ref); free(refn); free(refp); free(r32); free(xn); free(rn); free(xp); free(rp); free(yh);
     buf_free(&x); buf_free(&wt); buf_free(&bias);
     buf16_free(&x16b); buf16_free(&r16); buf16_free(&y);
+    if (prepared) {
+        buf16_free(&w16);
+        buf_free(&bias_stored); buf_free(&poison_w); buf_free(&poison_b);
+    }
     return taken;
+}
+
+static int case_conv2d_nhwc16_stored(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
+                                     int stride, int act, int residual, int x16, int64_t xs, int64_t ys)
+{
+    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, x16, xs, ys, 0);
 }
 
 static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
                               int stride, int act, int residual, int x16)
 {
-    return case_conv2d_nhwc16_stored(name, batch, cin, h, w, cout, stride, act, residual, x16, 0, 0);
+    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, x16, 0, 0, 0);
+}
+
+/* between two 16-bit maps, with the filters a graph prepares */
+static int case_conv2d_nhwc16_prepared(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w,
+                                       int64_t cout, int stride, int act, int residual, int64_t xs, int64_t ys)
+{
+    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, 1, xs, ys, 1);
 }
 
 /* Window partition from / reverse into a 16-bit NHWC map: the partition
@@ -1134,7 +1172,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 28
+#define NHWC16_CONV_CASES 34
 #define NHWC16_SMALLK_CASES 4 /* the conv16_stem_c1..3 cases */
 static int run_nhwc16_cases(void)
 {
@@ -1170,6 +1208,14 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16("conv16_L_392_gelut_b1", 1, 392, 7, 8, 392, 1, MVRT_ACT_GELU_TANH, 0, 1);
     taken += case_conv2d_nhwc16_stored("conv16_p_12to20_odd_res", 2, 12, 7, 9, 20, 1, MVRT_ACT_NONE, 1, 1, 16, 24);
     taken += case_conv2d_nhwc16_stored("conv16_p_stem_c3_to12", 2, 3, 13, 11, 12, 2, MVRT_ACT_RELU, 0, 0, 0, 16);
+    /* filters prepared at graph creation (the graph's form for every conv
+     * between two 16-bit maps): dense, padded in, out or both, both tiles */
+    taken += case_conv2d_nhwc16_prepared("conv16_prep_56x56x80_gelut", 2, 80, 56, 56, 80, 1, MVRT_ACT_GELU_TANH, 0, 0, 0);
+    taken += case_conv2d_nhwc16_prepared("conv16_prep_B_20x18x128_res", 2, 128, 20, 18, 128, 1, MVRT_ACT_NONE, 1, 0, 0);
+    taken += case_conv2d_nhwc16_prepared("conv16_prep_Lp_196_res", 2, 196, 14, 14, 196, 1, MVRT_ACT_NONE, 1, 200, 200);
+    taken += case_conv2d_nhwc16_prepared("conv16_prep_Lp_64to196_s2", 2, 64, 20, 18, 196, 2, MVRT_ACT_RELU, 0, 0, 200);
+    taken += case_conv2d_nhwc16_prepared("conv16_prep_Lp_196to392_s2", 2, 196, 15, 14, 392, 2, MVRT_ACT_NONE, 0, 200, 0);
+    taken += case_conv2d_nhwc16_prepared("conv16_prep_p_12to20_res", 2, 12, 7, 9, 20, 1, MVRT_ACT_NONE, 1, 16, 24);
     /* MambaVision-B's 128 / 256 channels (the sm_90a kernels' 128x128
      * tiles; the 160-channel cases above take their 128x160 tile, the
      * 80-channel ones the Sm80 kernels) */
@@ -1265,7 +1311,7 @@ static void case_graph(void)
     memset(&l, 0, sizeof l);
     c.kind = MVRT_OP_CONV2D;
     c.u.conv2d = (mvrt_conv2d_params_t){B, Ci, H, W, Co, H, W, 3, 1, 1, x.d, w.d, cb.d, NULL, y.d, MVRT_ACT_GELU_ERF,
-                                        MVRT_MATH_FP32, 0, 0, 0, 0};
+                                        MVRT_MATH_FP32, 0, 0, 0, 0, NULL, NULL};
     /* linear: rows of the conv output (B*Co*H, W) times (7, W)^T */
     l.kind = MVRT_OP_LINEAR;
     l.u.linear = (mvrt_linear_params_t){1, B * Co * H, 7, W, y.d, W, 0, 0, lw.d, W, 0, 1, ly.d, 7, 0, NULL, 0,

@@ -776,7 +776,8 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
 
 /* The rule every backend checks before a conv (mvrt_op_storage16): a
  * stored channel count is 0 or in [channels, 65536], and only on a map in
- * 16 bits; anything else is -1 (refused as unsupported). */
+ * 16 bits, prepared filters as below; anything else is -1 (refused as
+ * unsupported). */
 static void test_conv_map_channels_rule(void)
 {
     mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
@@ -803,6 +804,31 @@ static void test_conv_map_channels_rule(void)
         if (got != cases[i].want) {
             printf("FAIL  conv map channels rule, case %zu (x16 %d y16 %d stored %lld / %lld): %d, want %d\n", i,
                    cases[i].x16, cases[i].y16, (long long)cases[i].xs, (long long)cases[i].ys, got, cases[i].want);
+            g_failures++;
+        }
+    }
+    /* prepared filters (weight16, bias_stored): both or neither, both
+     * 256-byte aligned, only between two 16-bit maps */
+    static const struct {
+        int x16, y16;
+        uintptr_t w, b;
+        int want;
+    } prep[] = {
+        {1, 1, 0x1000, 0x2000, MVRT_STORAGE16_BF16}, {1, 1, 0x1000, 0, -1}, {1, 1, 0, 0x2000, -1},
+        {0, 1, 0x1000, 0x2000, -1},                  {1, 0, 0x1000, 0x2000, -1}, {1, 1, 0x1080, 0x2000, -1},
+        {1, 1, 0x1000, 0x2010, -1},                  {0, 1, 0, 0, MVRT_STORAGE16_BF16},
+    };
+    c->x_map_channels = c->y_map_channels = 0;
+    for (size_t i = 0; i < sizeof prep / sizeof *prep; i++) {
+        c->x_nhwc16 = prep[i].x16 ? MVRT_STORAGE16_BF16 : 0;
+        c->y_nhwc16 = prep[i].y16 ? MVRT_STORAGE16_BF16 : 0;
+        c->weight16 = (const void *)prep[i].w, c->bias_stored = (const float *)prep[i].b;
+        const int got = mvrt_op_storage16(&op);
+        g_cases++;
+        if (got != prep[i].want) {
+            printf("FAIL  conv prepared filters rule, case %zu (x16 %d y16 %d weight16 %#lx bias_stored %#lx): %d, "
+                   "want %d\n",
+                   i, prep[i].x16, prep[i].y16, (unsigned long)prep[i].w, (unsigned long)prep[i].b, got, prep[i].want);
             g_failures++;
         }
     }
