@@ -99,14 +99,19 @@ void mvrt_cpu_scan_fwd(const mvrt_scan_params_t *p, int num_threads)
         mvrt_cpu_scan_get()->fwd(p, num_threads);
 }
 
-/* The largest need of any built ISA, so that a size queried before
- * mvrt_cpu_scan_force_isa stays valid after it. */
+/* The largest need of any ISA this CPU runs, so that a size queried
+ * before mvrt_cpu_scan_force_isa (which takes only those) stays valid
+ * after it. An ISA the CPU lacks is never asked: its size function is
+ * compiled for that ISA too, and a compiler may use its instructions
+ * there (clang's AVX-512 build did: SIGILL on AVX2-only CPUs). */
 size_t mvrt_cpu_scan_bwd_workspace_size(const mvrt_scan_params_t *p, int num_threads)
 {
     if (p->complex_a)
         return mvrt_cpu_scan_bwd_ws_complex(p, num_threads);
     size_t best = 0;
     for (size_t i = 0; i < MVRT_CPU_SCAN_NISA; i++) {
+        if (!mvrt_cpu_scan_supported(&mvrt_cpu_scan_isas[i]))
+            continue;
         size_t s = mvrt_cpu_scan_isas[i].ws(p, num_threads);
         best = s > best ? s : best;
     }
