@@ -212,6 +212,23 @@ static const float *weight(builder_t *b, const char *prefix, const char *leaf)
     return b->weights + p->offset;
 }
 
+/* Makes room for one more element in a plan's array (*arr, *cap
+ * elements of size bytes, count in use), doubling it; 0 with b->status
+ * set when host memory runs out. */
+static int grow_plan_array(builder_t *b, void **arr, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return 1;
+    const size_t n = *cap ? 2 * *cap : 32;
+    void *p = mvrt_rt_realloc(*arr, n * size);
+    if (!p) {
+        b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
+        return 0;
+    }
+    *arr = p, *cap = n;
+    return 1;
+}
+
 /* Records that an op multiplies the count floats at w (model weights) in
  * the graph's 16-bit type: make_weights16 checks their fp16 range. */
 static void note_weight16_range(builder_t *b, const float *w, int64_t count)
@@ -219,15 +236,8 @@ static void note_weight16_range(builder_t *b, const float *w, int64_t count)
     mvrt_graph_t *g = b->g;
     if (!b->weights16 || b->emit || b->status != MVRT_OK)
         return;
-    if (g->w16_count == g->w16_cap) {
-        const size_t cap = g->w16_cap ? 2 * g->w16_cap : 64;
-        struct weight_range *r = mvrt_rt_realloc(g->w16_ranges, cap * sizeof *r);
-        if (!r) {
-            b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
-            return;
-        }
-        g->w16_ranges = r, g->w16_cap = cap;
-    }
+    if (!grow_plan_array(b, (void **)&g->w16_ranges, &g->w16_cap, g->w16_count, sizeof *g->w16_ranges))
+        return;
     g->w16_ranges[g->w16_count++] = (struct weight_range){(size_t)(w - b->weights), (size_t)count};
 }
 
@@ -274,15 +284,8 @@ static void use_conv_filters16(builder_t *b, mvrt_conv2d_params_t *c)
                                                           "plan did not prepare");
             return;
         }
-        if (g->filter_count == g->filter_cap) {
-            const size_t cap = g->filter_cap ? 2 * g->filter_cap : 32;
-            struct conv_filter *f = mvrt_rt_realloc(g->filters, cap * sizeof *f);
-            if (!f) {
-                b->status = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
-                return;
-            }
-            g->filters = f, g->filter_cap = cap;
-        }
+        if (!grow_plan_array(b, (void **)&g->filters, &g->filter_cap, g->filter_count, sizeof *g->filters))
+            return;
         g->filters[i] = want;
         g->filters[i].offset = g->filter_bytes;
         g->filter_bytes += filter_bias_offset(&want) + (((size_t)want.kp * sizeof(float) + 255) & ~(size_t)255);
