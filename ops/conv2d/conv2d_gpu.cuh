@@ -31,6 +31,14 @@
  * registers, the tile staged for 16-byte stores) were no faster: 3 -> 64
  * channels 0.75 -> 0.85 ms, 3 -> 32 0.36 -> 0.34 ms per batch of 256 on an
  * H200 (PERF_NOTES.md, session 35): the gathers, not the FMAs, bound it.
+ * The 16-bit modes' stem (3 NCHW float channels at stride 2 into a 16-bit
+ * NHWC map of 32 or 64 channels, ReLU or none) runs on sm_80+ code as
+ * conv_stem_tc_kernel instead: the patches staged in shared memory once
+ * per block and multiplied on TF32 tensor cores, 0.840 -> 0.319 ms for
+ * MambaVision-B's stem at batch 256 (H200). Which stem kernel serves:
+ *   16-bit NHWC out, 3 channels in, stride 2, 32 / 64 out, ReLU / none,
+ *   sm_80+ code                                 -> conv_stem_tc_kernel
+ *   other 3x3 convs of 1..4 input channels      -> conv_smallk_kernel
  *
  * This header holds the im2col kernel, the direct small-patch kernel and
  * the chunk planning (a pure function of the sizes, shared by the scratch
@@ -40,6 +48,7 @@
 
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
+#include "../common/gpu_mma_tf32.cuh"
 #include "../linear/linear_gpu.cuh" /* act_apply */
 #include <stdint.h>
 
@@ -302,6 +311,209 @@ static inline mvrt_gpu_error_t launch_conv_smallk(const mvrt_conv2d_params_t &p,
     if (p.y_nhwc16 == MVRT_STORAGE16_F16) launch_conv_smallk_form<MVRT_STORAGE16_F16>(p, grid, s);
     else if (p.y_nhwc16) launch_conv_smallk_form<MVRT_STORAGE16_BF16>(p, grid, s);
     else launch_conv_smallk_form<0>(p, grid, s);
+    return mvrt_gpu_get_last_error();
+}
+
+/* The 16-bit modes' stem on TF32 tensor cores (NVIDIA sm_80+): a 3x3,
+ * stride-2 conv of 3 NCHW float input channels (an RGB image) into a
+ * dense NHWC 16-bit map of 32 or 64 channels, with bias and ReLU or no
+ * activation, no residual (conv_stem_tc_shape). A block stages the input
+ * rows under STEM_TC_ROWS output rows x up to STEM_TC_COLS output columns
+ * of one image in shared memory once (coalesced loads, all of a thread's
+ * in flight together; each value rounded to TF32 there: 10 mantissa bits,
+ * below the 16-bit output's own rounding), then each warp takes 16 output
+ * positions at a time as the rows of m16n8k8 products: the patch's 27
+ * taps (padded to 32 with zeros) read from shared memory against the
+ * filters held in registers. The warp's 16 x Cout tile goes through
+ * shared memory so that each position's channels leave as 16-byte stores.
+ * Why: conv_smallk_kernel spends 27 FMAs and a shared filter load per
+ * output value and re-gathers each patch once per 16 output channels;
+ * MambaVision-B's stem (3 -> 64, 224 -> 112) took 0.425 ms per half batch
+ * (128 images) on it, H200. The first form of this kernel took as long:
+ * its per-element index divisions, runtime activation switch and software
+ * rounding, not the loads or the products, set its time (a copy of it
+ * without loads, products or stores still took 0.27 ms). This form: 0.165
+ * ms per half batch (0.319 for 256 images against 0.840), same call. */
+#define STEM_TC_ROWS 4
+#define STEM_TC_COLS 128
+#define STEM_TC_CIN 3
+#define STEM_TC_IR ((STEM_TC_ROWS - 1) * 2 + 3) /* input rows staged (stride 2) */
+#define STEM_TC_IW ((STEM_TC_COLS - 1) * 2 + 3) /* input columns staged at most */
+#define STEM_TC_STAGE_WORDS 36 /* a position's 64 channels as 32 pairs + 4 (banks) */
+static inline bool conv_stem_tc_shape(const mvrt_conv2d_params_t &p)
+{
+    return p.kernel == 3 && p.stride == 2 && p.pad >= 0 && p.pad <= 2 && p.in_channels == STEM_TC_CIN &&
+           (p.out_channels == 32 || p.out_channels == 64) && !p.x_nhwc16 && p.y_nhwc16 && !p.residual &&
+           (p.activation == MVRT_ACT_NONE || p.activation == MVRT_ACT_RELU) &&
+           mvrt_conv2d_y_stored(&p) == p.out_channels && p.in_h <= INT32_MAX / 4 && p.in_w <= INT32_MAX / 4 &&
+           p.out_h * p.out_w <= INT32_MAX / 2 && p.in_h * p.in_w <= INT32_MAX / 4 &&
+           p.out_h <= 65535 * STEM_TC_ROWS && ((uintptr_t)p.y & 15u) == 0;
+}
+
+#if defined(MVRT_MMA_TF32_DEVICE)
+#define MVRT_STEM_TC_DEVICE 1
+/* two values rounded to the 16-bit type T16 in one word (cvt.rn.*x2), lo first */
+template <int T16> static __device__ __forceinline__ unsigned stem_pack16(float lo, float hi)
+{
+    if constexpr (T16 == MVRT_STORAGE16_F16) {
+        const __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<const unsigned *>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<const unsigned *>(&h);
+    }
+}
+static __device__ __forceinline__ float stem_tf32(float v)
+{
+    return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
+}
+#endif
+
+/* NT: output channels / 8 (4 or 8); RELU: ReLU, else no activation; T16
+ * the map type */
+template <int NT, bool RELU, int T16>
+__global__ void __launch_bounds__(256, 2) conv_stem_tc_kernel(mvrt_conv2d_params_t p)
+{
+#if defined(MVRT_STEM_TC_DEVICE)
+    constexpr int CIN = STEM_TC_CIN, IR = STEM_TC_IR, KD = CIN * 9, KS = (KD + 7) / 8;
+    constexpr int RPT = (STEM_TC_IW + 255) / 256; /* columns per thread and row */
+    __shared__ float xs[CIN * IR * STEM_TC_IW + 1]; /* + one zero for the padded taps */
+    __shared__ __align__(16) unsigned stage[8][16][STEM_TC_STAGE_WORDS];
+    __shared__ float bs[64];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+    const int pad = p.pad, in_h = (int)p.in_h, in_w = (int)p.in_w;
+    const int out_h = (int)p.out_h, out_w = (int)p.out_w;
+    const int ox0 = blockIdx.x * STEM_TC_COLS, oy0 = blockIdx.y * STEM_TC_ROWS;
+    const int cw = out_w - ox0 < STEM_TC_COLS ? out_w - ox0 : STEM_TC_COLS;
+    const int rows = out_h - oy0 < STEM_TC_ROWS ? out_h - oy0 : STEM_TC_ROWS;
+    const int IW = (cw - 1) * 2 + 3, zero = CIN * IR * STEM_TC_IW;
+    const int iy0 = oy0 * 2 - pad, ix0 = ox0 * 2 - pad;
+    /* the shared-memory offset of each of the lane's taps (columns t and
+     * t + 4 of each k-step) from a position's patch corner; the zero slot
+     * (as a flag: -1) past K */
+    int koff[KS][2];
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int k = ks * 8 + t + 4 * h, c = k / 9, pi = (k % 9) / 3, qi = k % 3;
+            koff[ks][h] = k < KD ? (c * IR + pi) * IW + qi : -1;
+        }
+    if (threadIdx.x < 64) bs[threadIdx.x] = p.bias && (int)threadIdx.x < NT * 8 ? p.bias[threadIdx.x] : 0.f;
+    if (threadIdx.x == 0) xs[zero] = 0.f;
+    const int npos = rows * cw, ntiles = (npos + 15) / 16;
+    for (int64_t img = blockIdx.z; img < p.batch; img += gridDim.z) {
+        const float *x = p.x + img * CIN * (int64_t)in_h * in_w;
+        /* the CIN * IR rows, RPT columns per thread: every load of the
+         * thread issued before the first shared store (rows past the
+         * image, and past this block's last output row, read as zeros) */
+        float v[CIN * IR][RPT];
+#pragma unroll
+        for (int cr = 0; cr < CIN * IR; cr++) {
+            const int c = cr / IR, iy = iy0 + cr % IR;
+            const bool yin = iy >= 0 && iy < in_h;
+#pragma unroll
+            for (int j = 0; j < RPT; j++) {
+                const int q = threadIdx.x + 256 * j, ix = ix0 + q;
+                v[cr][j] = yin && q < IW && ix >= 0 && ix < in_w ? x[((int64_t)c * in_h + iy) * in_w + ix] : 0.f;
+            }
+        }
+#pragma unroll
+        for (int cr = 0; cr < CIN * IR; cr++)
+#pragma unroll
+            for (int j = 0; j < RPT; j++) {
+                const int q = threadIdx.x + 256 * j;
+                if (q < IW) xs[cr * IW + q] = stem_tf32(v[cr][j]);
+            }
+        __syncthreads();
+        /* the filters as B fragments (k = t, t + 4 of each k-step; n = g of
+         * each n-tile), TF32-rounded, zeros past K: loaded after the
+         * staging so that its registers are free again */
+        uint32_t wb[KS][NT][2];
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int k = ks * 8 + t + 4 * h;
+                    wb[ks][nt][h] = __float_as_uint(k < KD ? stem_tf32(p.weight[(nt * 8 + g) * KD + k]) : 0.f);
+                }
+        for (int mt = warp; mt < ntiles; mt += 8) {
+            /* the patch corners of the lane's rows g and g + 8 (positions
+             * past the tile read position 0's patch and are not stored) */
+            int base[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int m = mt * 16 + g + 8 * h;
+                if (m >= npos) m = 0;
+                const int r = m / cw, c = m - r * cw;
+                base[h] = 2 * (r * IW + c);
+            }
+            float acc[NT][4];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+#pragma unroll
+            for (int ks = 0; ks < KS; ks++) {
+                uint32_t a[4];
+                a[0] = __float_as_uint(xs[koff[ks][0] >= 0 ? base[0] + koff[ks][0] : zero]);
+                a[1] = __float_as_uint(xs[koff[ks][0] >= 0 ? base[1] + koff[ks][0] : zero]);
+                a[2] = __float_as_uint(xs[koff[ks][1] >= 0 ? base[0] + koff[ks][1] : zero]);
+                a[3] = __float_as_uint(xs[koff[ks][1] >= 0 ? base[1] + koff[ks][1] : zero]);
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) mma_tf32(acc[nt], a, wb[ks][nt][0], wb[ks][nt][1]);
+            }
+            /* C fragment: rows g, g + 8; channels nt * 8 + 2t, + 1 */
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const float b0 = bs[nt * 8 + 2 * t], b1 = bs[nt * 8 + 2 * t + 1];
+                float o[4] = {acc[nt][0] + b0, acc[nt][1] + b1, acc[nt][2] + b0, acc[nt][3] + b1};
+                if constexpr (RELU) {
+#pragma unroll
+                    for (int i = 0; i < 4; i++) o[i] = fmaxf(o[i], 0.f);
+                }
+                stage[warp][g][nt * 4 + t] = stem_pack16<T16>(o[0], o[1]);
+                stage[warp][g + 8][nt * 4 + t] = stem_pack16<T16>(o[2], o[3]);
+            }
+            __syncwarp();
+            /* 16 positions x NT 16-byte chunks */
+#pragma unroll
+            for (int i = 0; i < 16 * NT / 32; i++) {
+                const int q = lane + 32 * i, row = q / NT, chunk = q % NT, m = mt * 16 + row;
+                if (m < npos) {
+                    const int r = m / cw, c = m - r * cw;
+                    const int64_t pos = ((int64_t)img * out_h + oy0 + r) * out_w + ox0 + c;
+                    const uint4 w4 = *reinterpret_cast<const uint4 *>(&stage[warp][row][chunk * 4]);
+                    reinterpret_cast<uint4 *>((unsigned short *)(void *)p.y + pos * (NT * 8))[chunk] = w4;
+                }
+            }
+            __syncwarp();
+        }
+        __syncthreads(); /* xs is restaged for the next image */
+    }
+#endif
+}
+
+template <int NT, int T16>
+static inline void launch_conv_stem_tc_form(const mvrt_conv2d_params_t &p, dim3 grid, mvrt_gpu_stream_t s)
+{
+    if (p.activation == MVRT_ACT_RELU) conv_stem_tc_kernel<NT, true, T16><<<grid, 256, 0, s>>>(p);
+    else conv_stem_tc_kernel<NT, false, T16><<<grid, 256, 0, s>>>(p);
+}
+/* The caller checked conv_stem_tc_shape and that the device runs sm_80+ code. */
+static inline mvrt_gpu_error_t launch_conv_stem_tc(const mvrt_conv2d_params_t &p, mvrt_gpu_stream_t s)
+{
+    if (p.batch <= 0 || p.out_h <= 0 || p.out_w <= 0) return MVRT_GPU_SUCCESS;
+    const dim3 grid((unsigned)((p.out_w + STEM_TC_COLS - 1) / STEM_TC_COLS),
+                    (unsigned)((p.out_h + STEM_TC_ROWS - 1) / STEM_TC_ROWS), (unsigned)(p.batch < 65535 ? p.batch : 65535));
+    const bool f16 = p.y_nhwc16 == MVRT_STORAGE16_F16;
+    if (p.out_channels == 32) {
+        if (f16) launch_conv_stem_tc_form<4, MVRT_STORAGE16_F16>(p, grid, s);
+        else launch_conv_stem_tc_form<4, MVRT_STORAGE16_BF16>(p, grid, s);
+    } else {
+        if (f16) launch_conv_stem_tc_form<8, MVRT_STORAGE16_F16>(p, grid, s);
+        else launch_conv_stem_tc_form<8, MVRT_STORAGE16_BF16>(p, grid, s);
+    }
     return mvrt_gpu_get_last_error();
 }
 

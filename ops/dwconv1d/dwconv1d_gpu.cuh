@@ -14,7 +14,20 @@
  * tiles are 16 positions long: 4x the blocks, one round of staging loads
  * and 2 outputs per thread (about 7 -> 4 us per call, H100, ncu). Widths
  * above 32 (not used by MambaVision, whose width is 3) go through a direct
- * kernel. */
+ * kernel.
+ *
+ * Which kernel serves which shape (launch_dwconv1d):
+ *   token-major x, length-contiguous y (and y2), L <= 256, width <= 8,
+ *   at least 2 blocks per SM                        -> dwconv1d_rows_kernel
+ *     (a block stages 32 channels over the whole sequence, 128 where
+ *     L + width - 1 <= 65, then a warp writes each channel's row of L
+ *     outputs as 128-byte runs: MambaVision-B's stage-3 call (batch 256,
+ *     C 512, L 196) 0.128 -> 0.096 ms against the tiled kernel, whose tail
+ *     tile holds 4 of 64 positions and whose 16-byte stores land 784 bytes
+ *     apart; a device copy of the same bytes takes 0.054 ms. H200)
+ *   width <= 32, anything else                      -> dwconv1d_tiled_kernel
+ *     (16-position tiles where 64-position ones leave SMs idle: batch 1)
+ *   width > 32                                      -> dwconv1d_direct_kernel */
 #ifndef MVRT_OPS_DWCONV1D_GPU_CUH
 #define MVRT_OPS_DWCONV1D_GPU_CUH
 
@@ -131,6 +144,73 @@ __global__ void __launch_bounds__(256) dwconv1d_tiled_kernel(mvrt_dwconv1d_param
     }
 }
 
+/* Token-major x (channel stride 1) into length-contiguous rows of y (and
+ * y2): block = TC channels x the whole sequence of one batch element
+ * (grid x over channel tiles, y over the batch, grid-stride). The staging
+ * loads read 32 consecutive channels of a token (128 bytes) per warp,
+ * MVRT_DW_LOADS in flight per thread; each warp then computes TC / 8
+ * channels, lanes over positions, so every store instruction writes 32
+ * consecutive floats. */
+#define MVRT_DW_ROWS_LMAX 256
+#define MVRT_DW_ROWS_WMAX 8
+/* short sequences (L + width - 1 <= 65: MambaVision's stage 4, L 49) take
+ * 128 channels per block (0.086 -> 0.084 ms at B's stage 4, H200) */
+#define MVRT_DW_ROWS_SHORT 65
+/* TC channels per block, ROW (odd) >= L + width - 1 staged positions */
+template <int TC, int ROW>
+__global__ void __launch_bounds__(256) dwconv1d_rows_kernel(mvrt_dwconv1d_params_t p)
+{
+    static_assert(ROW % 2 == 1, "shared rows of odd length: distinct banks down a column");
+    __shared__ float tile[TC][ROW];
+    /* the tile's filter rows, staged once (read per channel from global
+     * memory, each warp waited for them channel after channel: 0.102 ms
+     * at B's stage 3 against 0.097) */
+    __shared__ float wts[TC][MVRT_DW_ROWS_WMAX];
+    const int W = p.width, pad = (W - 1) / 2, L = (int)p.length, LH = L + W - 1;
+    const int64_t c0 = (int64_t)blockIdx.x * TC;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int i = threadIdx.x; i < TC * MVRT_DW_ROWS_WMAX; i += blockDim.x) {
+        const int c = i / MVRT_DW_ROWS_WMAX, j = i % MVRT_DW_ROWS_WMAX;
+        wts[c][j] = c0 + c < p.channels && j < W ? dw_weight(p, c0 + c)[j] : 0.f;
+    }
+    for (int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
+        const float *x = p.x + b * p.x_stride[0];
+        const int total = TC * LH;
+        for (int idx0 = threadIdx.x; idx0 < total; idx0 += MVRT_DW_LOADS * blockDim.x) {
+            float v[MVRT_DW_LOADS];
+#pragma unroll
+            for (int k = 0; k < MVRT_DW_LOADS; ++k) {
+                const int idx = idx0 + k * (int)blockDim.x;
+                const int c = idx % TC, l = idx / TC;
+                const int64_t cg = c0 + c, lg = (int64_t)l - pad;
+                v[k] = (idx < total && cg < p.channels && lg >= 0 && lg < L) ? x[cg + lg * p.x_stride[2]] : 0.f;
+            }
+#pragma unroll
+            for (int k = 0; k < MVRT_DW_LOADS; ++k) {
+                const int idx = idx0 + k * (int)blockDim.x;
+                if (idx < total) tile[idx % TC][idx / TC] = v[k];
+            }
+        }
+        __syncthreads();
+        for (int c = warp; c < TC; c += (int)blockDim.x / 32) {
+            const int64_t cg = c0 + c;
+            if (cg >= p.channels) break;
+            float w[MVRT_DW_ROWS_WMAX];
+#pragma unroll
+            for (int j = 0; j < MVRT_DW_ROWS_WMAX; j++) w[j] = wts[c][j];
+            float *out = dw_out(p, b, cg, 0);
+            for (int l = lane; l < L; l += 32) {
+                float acc = 0.f;
+#pragma unroll
+                for (int j = 0; j < MVRT_DW_ROWS_WMAX; j++)
+                    if (j < W) acc = fmaf(w[j], tile[c][l + j], acc);
+                out[l] = silu_f(acc);
+            }
+        }
+        __syncthreads(); /* the tile is reloaded for the next batch element */
+    }
+}
+
 /* Any width: one thread per output, grid-stride over all of them. */
 __global__ void __launch_bounds__(256) dwconv1d_direct_kernel(mvrt_dwconv1d_params_t p)
 {
@@ -158,7 +238,15 @@ static inline mvrt_gpu_error_t launch_dwconv1d(const mvrt_dwconv1d_params_t &p, 
     const int64_t ltiles = (p.length + MVRT_DW_TL - 1) / MVRT_DW_TL;
     const bool shorter = ltiles * ctiles * p.batch < sm_count;
     const int64_t stiles = (p.length + MVRT_DW_TL_SHORT - 1) / MVRT_DW_TL_SHORT;
-    if (p.width >= 1 && p.width <= MVRT_DW_MAXW && ctiles <= 65535 && stiles <= 0x7fffffff) {
+    const bool rows_form = p.x_stride[1] == 1 && p.y_stride[2] == 1 && (p.split <= 0 || p.y2_stride[2] == 1) &&
+                           p.length <= MVRT_DW_ROWS_LMAX && p.width >= 1 && p.width <= MVRT_DW_ROWS_WMAX;
+    const bool short_rows = p.length + p.width - 1 <= MVRT_DW_ROWS_SHORT;
+    const int64_t rtiles = short_rows ? (p.channels + 127) / 128 : ctiles;
+    if (rows_form && rtiles * p.batch >= 2 * (int64_t)sm_count && rtiles <= 0x7fffffff) {
+        dim3 grid((unsigned)rtiles, (unsigned)(p.batch < 65535 ? p.batch : 65535));
+        if (short_rows) dwconv1d_rows_kernel<128, MVRT_DW_ROWS_SHORT><<<grid, 256, 0, s>>>(p);
+        else dwconv1d_rows_kernel<MVRT_DW_TC, MVRT_DW_ROWS_LMAX + MVRT_DW_ROWS_WMAX - 1><<<grid, 256, 0, s>>>(p);
+    } else if (p.width >= 1 && p.width <= MVRT_DW_MAXW && ctiles <= 65535 && stiles <= 0x7fffffff) {
         dim3 grid((unsigned)(shorter ? stiles : ltiles), (unsigned)ctiles, (unsigned)(p.batch < 65535 ? p.batch : 65535));
         if (shorter) dwconv1d_tiled_kernel<MVRT_DW_TL_SHORT><<<grid, 256, 0, s>>>(p);
         else dwconv1d_tiled_kernel<MVRT_DW_TL><<<grid, 256, 0, s>>>(p);

@@ -135,6 +135,47 @@ int main(int argc, char **argv)
     bench("conv2d b256 80->80 56x56 3x3 s1 +res", &p, 2.0 * B * 80 * 80 * 9 * 56 * 56, 0);
     p.u.conv2d = (mvrt_conv2d_params_t){B, 80, 56, 56, 160, 28, 28, 3, 2, 1, cx, cw, NULL, NULL, cy, MVRT_ACT_NONE, MVRT_MATH_FP32, 0, 0, 0, 0, NULL, NULL};
     bench("conv2d b256 80->160 56x56 3x3 s2", &p, 2.0 * B * 160 * 80 * 9 * 28 * 28, 0);
+
+    /* MambaVision-B at batch 256 (bf16 graph forms): the mixer's two-part
+     * conv1d (token-major (B, L, 2h) -> channel-major x half and z half),
+     * out_proj over windows (A = the fp32 (C, L) rows per window, staged
+     * as 16-bit (B L, C); 16-bit weight; onto the fp32 residual) and half a
+     * batch of the 3-channel stem (NCHW floats -> NHWC bf16, ReLU) */
+    {
+        const int64_t bl[2][2] = {{196, 512}, {49, 1024}};
+        for (int i = 0; i < 2; i++) {
+            const int64_t Lb = bl[i][0], Cb = bl[i][1], hb = Cb / 2, Mb = B * Lb;
+            float *xz = dalloc_rand(Mb * Cb), *mx = dalloc_rand(Mb * hb), *yz = dalloc_rand(Mb * Cb);
+            float *wx = dalloc_rand(hb * 3), *wz = dalloc_rand(hb * 3), *wo = dalloc_rand(Cb * Cb / 2);
+            float *res = dalloc_rand(Mb * Cb), *out = dalloc_rand(Mb * Cb);
+            char name[96];
+            memset(&p, 0, sizeof p);
+            p.kind = MVRT_OP_DWCONV1D_SILU;
+            p.u.dwconv1d = (mvrt_dwconv1d_params_t){B, Cb, Lb, 3, xz, {Lb * Cb, 1, Cb}, mx, {hb * Lb, Lb, 1}, wx,
+                                                    hb, yz + hb * Lb, {Cb * Lb, Lb, 1}, wz};
+            snprintf(name, sizeof name, "dwconv1d+silu two-part b256 C%lld L%lld", (long long)Cb, (long long)Lb);
+            bench(name, &p, 0, 2.0 * Mb * Cb * 4);
+            memset(&p, 0, sizeof p);
+            p.kind = MVRT_OP_LINEAR;
+            mvrt_linear_params_t *l = &p.u.linear;
+            l->batch = B, l->M = Lb, l->N = Cb, l->K = Cb;
+            l->A = yz, l->lda = Lb, l->trans_a = 1, l->batch_stride_a = Cb * Lb;
+            l->B = wo, l->ldb = Cb, l->trans_b = 1, l->b16 = MVRT_STORAGE16_BF16, l->b_constant = 1;
+            l->Y = out, l->ldy = Cb, l->batch_stride_y = Lb * Cb, l->beta = 1.f, l->residual = res;
+            l->math = MVRT_MATH_BF16;
+            snprintf(name, sizeof name, "out_proj b256 M%lld N%lld K%lld bf16 +res", (long long)Lb, (long long)Cb,
+                     (long long)Cb);
+            bench(name, &p, 2.0 * Mb * Cb * Cb, Mb * Cb * (4.0 + 4 + 4 + 2 + 2));
+        }
+        float *sx = dalloc_rand(128 * 3 * 224 * 224), *sw = dalloc_rand(64 * 27), *sb = dalloc_rand(64);
+        float *sy = dalloc_rand(128 * 112 * 112 * 64 / 2);
+        memset(&p, 0, sizeof p);
+        p.kind = MVRT_OP_CONV2D;
+        p.u.conv2d = (mvrt_conv2d_params_t){128, 3, 224, 224, 64, 112, 112, 3, 2, 1, sx, sw, sb, NULL, sy, MVRT_ACT_RELU,
+                                            MVRT_MATH_BF16, 0, MVRT_STORAGE16_BF16, 0, 0, NULL, NULL};
+        bench("conv2d stem b128 3->64 224 s2 ->NHWC bf16 relu", &p, 2.0 * 128 * 64 * 27 * 112 * 112,
+              128 * (3 * 224 * 224 * 4.0 + 112 * 112 * 64 * 2.0));
+    }
     vt->device_close(dev);
     return 0;
 }

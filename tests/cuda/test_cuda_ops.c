@@ -1172,8 +1172,8 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 34
-#define NHWC16_SMALLK_CASES 4 /* the conv16_stem_c1..3 cases */
+#define NHWC16_CONV_CASES 38
+#define NHWC16_SMALLK_CASES 8 /* the conv16_stem_c1..3 and conv16_stemtc cases */
 static int run_nhwc16_cases(void)
 {
     int taken = 0;
@@ -1183,6 +1183,14 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16("conv16_stem_c3_s2_64_b3", 3, 3, 37, 29, 64, 2, MVRT_ACT_RELU, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stem_c1_s1_48_gelut", 2, 1, 11, 13, 48, 1, MVRT_ACT_GELU_TANH, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stem_c2_s2_24", 2, 2, 9, 10, 24, 2, MVRT_ACT_NONE, 0, 0);
+    /* 32 or 64 channels from 1..3 inputs at stride 1 or 2: on sm_80+ code
+     * the TF32 tensor-core stem (conv2d_gpu.cuh): one input channel, two,
+     * output rows past 128 columns (three column tiles) and a last tile of
+     * one row, MambaVision's whole 224 x 224 image */
+    taken += case_conv2d_nhwc16("conv16_stemtc_c1_s1_32_silu", 2, 1, 19, 21, 32, 1, MVRT_ACT_SILU, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stemtc_c2_s2_64_gelut", 2, 2, 23, 30, 64, 2, MVRT_ACT_GELU_TANH, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stemtc_wide_9x300", 1, 3, 9, 300, 32, 1, MVRT_ACT_RELU, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stemtc_224_b1", 1, 3, 224, 224, 64, 2, MVRT_ACT_RELU, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stem2_32to80_s2_relu", 3, 32, 32, 32, 80, 2, MVRT_ACT_RELU, 0, 1);
     taken += case_conv2d_nhwc16("conv16_56x56x80_gelut_b2", 2, 80, 56, 56, 80, 1, MVRT_ACT_GELU_TANH, 0, 1);
     taken += case_conv2d_nhwc16("conv16_56x56x80_res_b1", 1, 80, 56, 56, 80, 1, MVRT_ACT_NONE, 1, 1);
@@ -1606,6 +1614,10 @@ static void run_gemm_cases(void)
     case_linear_fold("linear_fold_outproj_b8_L196_inplace", 8, 196, 320, 320, 0);
     case_linear_fold("linear_fold_outproj_b5_L49_residual", 5, 49, 640, 640, 1);
     case_linear_fold("linear_fold_odd_b3_M7_N9_K13_bias", 3, 7, 9, 13, 2);
+    /* the transposing stage's 64 x 32 tiles: a row tail (100 = 64 + 36), a
+     * column tail (33) and MambaVision-B's stage-3 width */
+    case_linear_fold("linear_fold_K100_M33_b3_residual", 3, 33, 64, 100, 1);
+    case_linear_fold("linear_fold_outproj_b2_L196_C512", 2, 196, 512, 512, 1);
     case_graph();
 }
 
@@ -1757,6 +1769,19 @@ int main(int argc, char **argv)
     case_dwconv_split("dwconv_split_mv_320x49_b64", 64, 320, 49, 3);
     case_dwconv_split("dwconv_split_c37_w4_b3", 3, 37, 50, 4);
     case_dwconv_split("dwconv_split_w40_direct", 2, 9, 70, 40);
+    /* the whole-row kernel (token-major in, length-contiguous out, L <= 256,
+     * width <= 8, >= 2 blocks per SM on 132-SM cards; 32 channels per block,
+     * 128 where L + width - 1 <= 65): a channel tail, an even width, the
+     * longest L, L = 1, the longest short form, a split that falls inside
+     * a tile */
+    case_dwconv("dwconv_rows_c37_w4_L256_b140", 140, 37, 256, 4, 0);
+    case_dwconv("dwconv_rows_c33_w8_L1_b600", 600, 33, 1, 8, 0);
+    case_dwconv("dwconv_rows_c64_w3_L196_b256", 256, 64, 196, 3, 0);
+    case_dwconv("dwconv_tiled_c40_w3_L257_b300", 300, 40, 257, 3, 0);
+    case_dwconv_split("dwconv_split_rows_c45_w3_b300", 300, 45, 50, 3);
+    case_dwconv("dwconv_rows_short_c200_w3_L49_b140", 140, 200, 49, 3, 0);
+    case_dwconv("dwconv_rows_short_c130_w5_L61_b300", 300, 130, 61, 5, 0);
+    case_dwconv_split("dwconv_split_rows_mv_b256", 256, 256, 196, 3);
 
     run_attention16_cases();
 
