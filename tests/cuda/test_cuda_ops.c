@@ -1172,8 +1172,8 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 38
-#define NHWC16_SMALLK_CASES 8 /* the conv16_stem_c1..3 and conv16_stemtc cases */
+#define NHWC16_CONV_CASES 39
+#define NHWC16_SMALLK_CASES 9 /* the conv16_stem_* and conv16_stemtc_* cases from NCHW floats */
 static int run_nhwc16_cases(void)
 {
     int taken = 0;
@@ -1183,13 +1183,17 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16("conv16_stem_c3_s2_64_b3", 3, 3, 37, 29, 64, 2, MVRT_ACT_RELU, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stem_c1_s1_48_gelut", 2, 1, 11, 13, 48, 1, MVRT_ACT_GELU_TANH, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stem_c2_s2_24", 2, 2, 9, 10, 24, 2, MVRT_ACT_NONE, 0, 0);
-    /* 32 or 64 channels from 1..3 inputs at stride 1 or 2: on sm_80+ code
-     * the TF32 tensor-core stem (conv2d_gpu.cuh): one input channel, two,
-     * output rows past 128 columns (three column tiles) and a last tile of
-     * one row, MambaVision's whole 224 x 224 image */
-    taken += case_conv2d_nhwc16("conv16_stemtc_c1_s1_32_silu", 2, 1, 19, 21, 32, 1, MVRT_ACT_SILU, 0, 0);
-    taken += case_conv2d_nhwc16("conv16_stemtc_c2_s2_64_gelut", 2, 2, 23, 30, 64, 2, MVRT_ACT_GELU_TANH, 0, 0);
-    taken += case_conv2d_nhwc16("conv16_stemtc_wide_9x300", 1, 3, 9, 300, 32, 1, MVRT_ACT_RELU, 0, 0);
+    /* 32 or 64 channels from fewer inputs or with other activations: the
+     * direct kernel everywhere */
+    taken += case_conv2d_nhwc16("conv16_stem_c1_s1_32_silu", 2, 1, 19, 21, 32, 1, MVRT_ACT_SILU, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stem_c2_s2_64_gelut", 2, 2, 23, 30, 64, 2, MVRT_ACT_GELU_TANH, 0, 0);
+    /* RGB at stride 2 into 32 / 64 channels, ReLU or none: on sm_80+ code
+     * the TF32 tensor-core stem (conv2d_gpu.cuh; also conv16_stem_c3_*
+     * above): two column tiles (150 = 128 + 22 and 131 = 128 + 3 output
+     * columns) with a last tile of one row and no activation, then
+     * MambaVision's whole 224 x 224 image */
+    taken += case_conv2d_nhwc16("conv16_stemtc_wide_9x300_none", 1, 3, 9, 300, 32, 2, MVRT_ACT_NONE, 0, 0);
+    taken += case_conv2d_nhwc16("conv16_stemtc_64_17x261_b2", 2, 3, 17, 261, 64, 2, MVRT_ACT_RELU, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stemtc_224_b1", 1, 3, 224, 224, 64, 2, MVRT_ACT_RELU, 0, 0);
     taken += case_conv2d_nhwc16("conv16_stem2_32to80_s2_relu", 3, 32, 32, 32, 80, 2, MVRT_ACT_RELU, 0, 1);
     taken += case_conv2d_nhwc16("conv16_56x56x80_gelut_b2", 2, 80, 56, 56, 80, 1, MVRT_ACT_GELU_TANH, 0, 1);
