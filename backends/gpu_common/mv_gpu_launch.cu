@@ -431,9 +431,10 @@ int64_t conv_splitk_bytes(const mvrt_conv2d_params_t &p, const conv2d_plan &c, c
 /* The 16-bit map forms of a conv (x_nhwc16 / y_nhwc16): the stem's few
  * NCHW float input channels on conv_stem_tc_kernel (TF32 tensor cores,
  * sm_80+ code, the RGB stride-2 stems) or conv_smallk_kernel (direct, fp32
- * math; conv2d_gpu.cuh's table says which), NHWC 16-bit stores; every other conv only as the vendor's whole-op conv
- * (CUDA: CUTLASS's 16-bit implicit GEMM with its epilogue); elsewhere the op
- * is declined and the graph keeps float maps. */
+ * math; conv2d_gpu.cuh's table says which), NHWC 16-bit stores; every
+ * other conv only as the vendor's whole-op conv (CUDA: CUTLASS's 16-bit
+ * implicit GEMM with its epilogue); elsewhere the op is declined and the
+ * graph keeps float maps. */
 bool conv_nhwc16(const mvrt_conv2d_params_t &p) { return p.x_nhwc16 || p.y_nhwc16; }
 bool conv_nhwc16_smallk(const mvrt_conv2d_params_t &p)
 {
@@ -452,7 +453,8 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
         if (conv_nhwc16_smallk(p)) {
             /* the stem: on TF32 tensor cores where the loaded code has
              * them and the shape fits (conv2d_gpu.cuh), else direct fp32 */
-            const gpuError_t e = ctx->mma16 && conv_stem_tc_shape(p) ? launch_conv_stem_tc(p, s) : launch_conv_smallk(p, s);
+            const gpuError_t e =
+                ctx->mma16 && conv_stem_tc_shape(p) ? launch_conv_stem_tc(p, s) : launch_conv_smallk(p, s);
             if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
             return MVRT_GPU_OP_OK;
         }

@@ -19,7 +19,9 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(MVRT_GPU_HIP)
 #define MVRT_MMA_TF32_DEVICE 1
 
-/* big: x rounded to TF32's 10 mantissa bits, half away from zero, by an
+/* mma_round_tf32: x rounded to TF32's 10 mantissa bits (its fp32 bits),
+ * half away from zero, as mma_split_tf32's big part.
+ * big: x rounded to TF32's 10 mantissa bits, half away from zero, by an
  * integer add on the bits (a carry into the exponent is the correct
  * rounding; infinities stay infinite). small: the exact rest x - big,
  * passed as fp32 bits: the tensor core reads only its top 19 bits
@@ -28,9 +30,13 @@
  * sm_90 into ~6 (compares and selects for the special values), which
  * made the splits the largest part of the cluster kernels' instructions
  * (ncu, 2026-11-26). */
+static __device__ __forceinline__ uint32_t mma_round_tf32(float x)
+{
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
 static __device__ __forceinline__ void mma_split_tf32(float x, uint32_t &big, uint32_t &small)
 {
-    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    big = mma_round_tf32(x);
     small = __float_as_uint(x - __uint_as_float(big)); /* exact */
 }
 /* c += a.b, one m16n8k8 TF32 product */

@@ -352,7 +352,10 @@ static inline bool conv_stem_tc_shape(const mvrt_conv2d_params_t &p)
 
 #if defined(MVRT_MMA_TF32_DEVICE)
 #define MVRT_STEM_TC_DEVICE 1
-/* two values rounded to the 16-bit type T16 in one word (cvt.rn.*x2), lo first */
+/* two values rounded to the 16-bit type T16 in one word, lo first: the
+ * pair conversion instruction (cvt.rn.bf16x2.f32 / f16x2), which this
+ * sm_80+-only kernel can use; mvrt_h16x2 (gpu_vendor.h) rounds in
+ * software because its callers also build for HIP and sm_75 */
 template <int T16> static __device__ __forceinline__ unsigned stem_pack16(float lo, float hi)
 {
     if constexpr (T16 == MVRT_STORAGE16_F16) {
@@ -362,10 +365,6 @@ template <int T16> static __device__ __forceinline__ unsigned stem_pack16(float 
         const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
         return *reinterpret_cast<const unsigned *>(&h);
     }
-}
-static __device__ __forceinline__ float stem_tf32(float v)
-{
-    return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
 }
 #endif
 
@@ -423,7 +422,7 @@ __global__ void __launch_bounds__(256, 2) conv_stem_tc_kernel(mvrt_conv2d_params
 #pragma unroll
             for (int j = 0; j < RPT; j++) {
                 const int q = threadIdx.x + 256 * j;
-                if (q < IW) xs[cr * IW + q] = stem_tf32(v[cr][j]);
+                if (q < IW) xs[cr * IW + q] = __uint_as_float(mma_round_tf32(v[cr][j]));
             }
         __syncthreads();
         /* the filters as B fragments (k = t, t + 4 of each k-step; n = g of
@@ -437,7 +436,7 @@ __global__ void __launch_bounds__(256, 2) conv_stem_tc_kernel(mvrt_conv2d_params
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int k = ks * 8 + t + 4 * h;
-                    wb[ks][nt][h] = __float_as_uint(k < KD ? stem_tf32(p.weight[(nt * 8 + g) * KD + k]) : 0.f);
+                    wb[ks][nt][h] = k < KD ? mma_round_tf32(p.weight[(nt * 8 + g) * KD + k]) : 0u;
                 }
         for (int mt = warp; mt < ntiles; mt += 8) {
             /* the patch corners of the lane's rows g and g + 8 (positions
