@@ -31,9 +31,11 @@ extern "C" {
  * attention's 16-bit qkv and output (qkv16, out16), which an older plugin
  * would read as floats. 7: a conv's stored map channels (x_map_channels,
  * y_map_channels), which an older plugin would ignore and read a padded
- * map as a dense one. The entry symbol keeps its name; the runtime passes
- * its ABI version and checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 8u
+ * map as a dense one. 9: a 16-bit residual stream (layernorm x16; a
+ * linear's y16 with beta 1 reads a 16-bit residual), which an older
+ * plugin would read as floats. The entry symbol keeps its name; the
+ * runtime passes its ABI version and checks the vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 9u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

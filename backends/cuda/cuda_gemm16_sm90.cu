@@ -91,7 +91,7 @@ struct gemm16 {
         fusion.beta = g->R ? 1.f : 0.f;
         fusion.bias_ptr = g->bias;
         if constexpr (!cute::is_void_v<ElementC>)
-            args.epilogue.ptr_C = static_cast<const ElementC *>(g->R ? (const void *)g->R : (const void *)g->Y);
+            args.epilogue.ptr_C = static_cast<const ElementC *>(g->R ? g->R : (const void *)g->Y);
         args.epilogue.dC = dC;
         args.epilogue.ptr_D = static_cast<ElementD *>(g->Y);
         args.epilogue.dD = dD;
@@ -181,18 +181,25 @@ constexpr int64_t kLongK = 1024;
  * an output of fewer 128x128 tiles than SMs: at batch 1 (196 rows) these
  * tiles left most SMs idle (MambaVision-T in bf16: 0.869 -> 1.062 ms per
  * image) where cuBLAS picks small tiles and split-K. fp16 graphs take the
- * same tiles (the operands' width and the instruction shapes are bf16's). */
+ * same tiles (the operands' width and the instruction shapes are bf16's).
+ * A 16-bit residual stream (16-bit Y and R: fc2 and proj onto the
+ * stream) takes the float outputs' tiles with a 16-bit C and D. */
 template <class AB> struct kernels {
     using hidden_gelu = coop_128x256<AB, AB, void, GeluErfFit>;
     using out16_bias = coop_128x256<AB, AB, void, th::Identity>;
     using float_long_k = coop_128x128<AB, float, float, th::Identity>;
     using float_short_k = ping_128x128<AB, float, float, th::Identity>;
+    using res16_long_k = coop_128x128<AB, AB, AB, th::Identity>;
+    using res16_short_k = ping_128x128<AB, AB, AB, th::Identity>;
     static bool loads()
     {
-        return hidden_gelu::loads() && out16_bias::loads() && float_long_k::loads() && float_short_k::loads();
+        return hidden_gelu::loads() && out16_bias::loads() && float_long_k::loads() && float_short_k::loads() &&
+               res16_long_k::loads() && res16_short_k::loads();
     }
     static int run(cudaStream_t s, const mvrt_gpu_gemm16_t *g, char *msg, size_t msg_n)
     {
+        if (g->y16 && g->R && g->K >= kLongK) return res16_long_k::run(s, g, "sm90 128x128 16-bit residual", msg, msg_n);
+        if (g->y16 && g->R) return res16_short_k::run(s, g, "sm90 pingpong 128x128 16-bit residual", msg, msg_n);
         if (g->y16 && g->act == MVRT_ACT_GELU_ERF) return hidden_gelu::run(s, g, "sm90 128x256 GELU", msg, msg_n);
         if (g->y16) return out16_bias::run(s, g, "sm90 128x256", msg, msg_n);
         if (g->K >= kLongK) return float_long_k::run(s, g, "sm90 128x128", msg, msg_n);
@@ -203,17 +210,20 @@ bool takes(const mvrt_gpu_gemm16_t *g)
 {
     /* at least one wave of 128 x 128 output tiles */
     if (((g->M + 127) / 128) * ((g->N + 127) / 128) < g->sm_count) return false;
-    /* 16-bit Y (of the operands' type): the MLP hidden (bias + GELU) or
-     * q, k, v (bias); float Y: an epilogue beyond Y += product */
-    const bool act_ok = g->y16 ? (g->act == MVRT_ACT_GELU_ERF || (g->act == MVRT_ACT_NONE && g->bias)) && !g->R
-                                  : g->act == MVRT_ACT_NONE && (g->bias || (g->R && g->R != g->Y));
+    /* 16-bit Y (of the operands' type): the MLP hidden (bias + GELU), q,
+     * k, v (bias) or the 16-bit residual stream (R, with a bias or R not
+     * Y); float Y: an epilogue beyond Y += product. Y += product alone
+     * stays on cuBLAS (the table above). */
+    const bool epilogue = g->act == MVRT_ACT_NONE && (g->bias || (g->R && g->R != g->Y));
+    const bool act_ok = g->y16 && !g->R ? g->act == MVRT_ACT_GELU_ERF || (g->act == MVRT_ACT_NONE && g->bias)
+                                        : epilogue;
     /* TMA: 16-byte aligned bases and row strides; int sizes */
     const int ysize = g->y16 ? 2 : 4;
     const bool types_ok = (g->ab16 == MVRT_STORAGE16_BF16 || g->ab16 == MVRT_STORAGE16_F16) &&
                           (!g->y16 || g->y16 == g->ab16);
-    return types_ok && act_ok && !(g->y16 && g->R) && g->M > 0 && g->N > 0 && g->K > 0 && g->M <= INT32_MAX &&
+    return types_ok && act_ok && g->M > 0 && g->N > 0 && g->K > 0 && g->M <= INT32_MAX &&
            g->N <= INT32_MAX && g->K <= INT32_MAX && g->K % 8 == 0 && g->N % 8 == 0 && g->lda % 8 == 0 &&
-           g->ldb % 8 == 0 && (g->ldy * ysize) % 16 == 0 && (!g->R || g->ldr % 4 == 0) &&
+           g->ldb % 8 == 0 && (g->ldy * ysize) % 16 == 0 && (!g->R || (g->ldr * ysize) % 16 == 0) &&
            (uintptr_t)g->A % 16 == 0 && (uintptr_t)g->B % 16 == 0 && (uintptr_t)g->Y % 16 == 0 &&
            (uintptr_t)g->R % 16 == 0 && (uintptr_t)g->bias % 16 == 0;
 }

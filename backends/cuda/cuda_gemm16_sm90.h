@@ -9,8 +9,8 @@
  * (N, K) row-major (ldb), a PyTorch weight; fp32 accumulation; bias: N
  * floats or NULL; act: MVRT_ACT_NONE or MVRT_ACT_GELU_ERF; Y: fp32, or
  * 16-bit of A's type (rounded to nearest even once,
- * after the epilogue); R: fp32 (M, N) with row stride ldr, may equal Y
- * (accumulate in place), only with an fp32 Y and act NONE; NULL: none.
+ * after the epilogue); R: (M, N) of Y's type with row stride ldr, may
+ * equal Y (accumulate in place), only with act NONE; NULL: none.
  *
  * Why: cuBLAS plus a separate epilogue pass moved each MLP hidden through
  * HBM three times (MambaVision-T, batch 256, H200: the epilogues took 3.7

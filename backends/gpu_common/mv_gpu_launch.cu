@@ -255,7 +255,7 @@ int run_linear16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratc
         q.B = b16; q.ldb = ldb;
         q.ab16 = t16;
         q.Y = f.Y; q.ldy = f.ldy; q.y16 = p.y16;
-        q.R = f.R ? f.R : f.beta != 0.f ? f.Y : nullptr;
+        q.R = f.R ? (const void *)f.R : f.beta != 0.f ? (const void *)f.Y : nullptr; /* of Y's type */
         q.ldr = f.R ? f.ldr : f.ldy;
         q.bias = f.bias;
         q.act = f.act;
@@ -302,7 +302,14 @@ int run_linear_storage_fp32(gemm_args g, const mvrt_linear_params_t &p, void *sc
     float *y32 = nullptr;
     if (p.y16) {
         y32 = (float *)next;
-        g.Y = y32; g.ldy = g.N; g.sy = g.M * g.N; g.beta = 0.f;
+        if (p.beta != 0.f) {
+            /* the 16-bit residual (Y's own or `residual`) widened into the
+             * fp32 product, which accumulates onto it: one rounding */
+            const uint16_t *r16 = (const uint16_t *)(const void *)(p.residual ? p.residual : p.Y);
+            e = launch_convert(p.y16, r16, p.ldy, p.batch_stride_y, y32, g.N, g.M * g.N, g.M, g.N, g.batch, s);
+            if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        }
+        g.Y = y32; g.ldy = g.N; g.sy = g.M * g.N; g.beta = p.beta; g.R = nullptr;
     }
     const int rc = run_gemm(g, math_fp32_gemm(p.math), ctx, nullptr, s, err, msg, msg_n);
     if (rc != MVRT_GPU_OP_OK || !p.y16) return rc;

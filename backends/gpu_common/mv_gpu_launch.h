@@ -54,8 +54,9 @@ typedef int (*mvrt_gpu_gemm_fn)(void *blas, gpuStream_t s, const mvrt_gpu_gemm_t
  * A and B hold 16-bit bits of type ab16 (MVRT_STORAGE16_BF16 / _F16; B:
  * (N, K) rows, a PyTorch weight); bias: N floats or NULL; act:
  * MVRT_ACT_NONE or MVRT_ACT_GELU_ERF; Y: floats, or 16-bit bits of the
- * same type with y16; R: NULL, or floats (M, N) with row stride ldr,
- * possibly Y itself, only with float Y and act NONE. sm_count: the
+ * same type with y16; R: NULL, or (M, N) of Y's type (floats, or y16's
+ * 16-bit type: a 16-bit residual stream) with row stride ldr, possibly Y
+ * itself, only with act NONE. sm_count: the
  * device's multiprocessors (the hook's tile choice depends on them). */
 typedef struct mvrt_gpu_gemm16 {
     int64_t M, N, K;
@@ -64,7 +65,7 @@ typedef struct mvrt_gpu_gemm16 {
     const void *A; int64_t lda;
     const void *B; int64_t ldb;
     void *Y; int64_t ldy; int y16;
-    const float *R; int64_t ldr;
+    const void *R; int64_t ldr; /* of Y's type: floats, or y16's */
     const float *bias;
     int act;
 } mvrt_gpu_gemm16_t;

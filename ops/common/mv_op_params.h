@@ -56,9 +56,9 @@ typedef enum mvrt_math_mode {
     MVRT_MATH_FP16 = 3
 } mvrt_math_mode_t;
 
-/* 16-bit storage fields (layernorm y16, linear a16 / y16 / b16, conv2d
- * x_nhwc16 / y_nhwc16, window map_nhwc16, pool x_nhwc16) hold 0 (the
- * operand is floats) or the 16-bit type the operand is stored in:
+/* 16-bit storage fields (layernorm x16 / y16, linear a16 / y16 / b16,
+ * conv2d x_nhwc16 / y_nhwc16, window map_nhwc16, pool x_nhwc16) hold 0
+ * (the operand is floats) or the 16-bit type the operand is stored in:
  * MVRT_DTYPE_BF16 (3) or MVRT_DTYPE_F16 (2) of include/mvrt/core.h, as
  * uint16_t bits, values rounded to nearest even when stored. The 16-bit
  * fields of one op that are set hold the same type, and with math BF16 or
@@ -80,6 +80,10 @@ typedef struct mvrt_layernorm_params {
      * instead of floats; y may then not alias x. The graph runner asks for
      * it in 16-bit math modes where only a 16-bit GEMM reads y. */
     int y16;
+    /* x holds 16-bit bits (row stride x_ld elements) instead of floats,
+     * widened exactly; the statistics stay fp32. y may then not alias x.
+     * The graph runner's 16-bit residual stream (see linear y16). */
+    int x16;
 } mvrt_layernorm_params_t;
 
 /* Batched GEMM with epilogue, row-major. For b in [0, batch):
@@ -108,10 +112,16 @@ typedef struct mvrt_linear_params {
     int math;         /* mvrt_math_mode_t */
     /* 16-bit storage (see MVRT_STORAGE16_*), with the same leading
      * dimensions and batch strides in elements (the CPU converts through
-     * scratch). a16: A is 16-bit. y16: Y is stored 16-bit (rounded after
-     * bias and activation; beta must be 0). With math BF16 / FP16 and a
-     * vendor GEMM the product reads / writes them directly; otherwise they
-     * are converted through fp32 scratch. */
+     * scratch). a16: A is 16-bit. y16: Y is stored 16-bit, rounded after
+     * bias and activation; with beta 1 the residual (Y's own contents, or
+     * `residual`) is 16-bit of the same type too (a 16-bit residual
+     * stream): Y = round(R + op(A) op(B) + bias), one rounding where the
+     * epilogue is fused (the CPU, Hopper's 16-bit GEMMs, the fp32
+     * fallback), two (the product + R, then + bias) where a vendor GEMM
+     * is followed by the epilogue pass, as autocast's linear followed by
+     * its residual add. With math BF16 / FP16 and a vendor GEMM the
+     * product reads / writes them directly; otherwise they are converted
+     * through fp32 scratch. */
     int a16, y16;
     /* GPU backends only, where op_scratch_size takes it (the CPU and HIP
      * answer UNSUPPORTED): a LayerNorm of A's rows folded into the
@@ -357,7 +367,7 @@ static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
 {
     int f[3] = {0, 0, 0}, math = MVRT_MATH_FP32;
     switch (p->kind) {
-    case MVRT_OP_LAYERNORM: f[0] = p->u.layernorm.y16; break;
+    case MVRT_OP_LAYERNORM: f[0] = p->u.layernorm.y16, f[1] = p->u.layernorm.x16; break;
     case MVRT_OP_LINEAR:
         f[0] = p->u.linear.a16, f[1] = p->u.linear.y16, f[2] = p->u.linear.b16, math = p->u.linear.math;
         break;

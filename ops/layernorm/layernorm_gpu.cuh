@@ -11,7 +11,9 @@
  * writes it. Reductions use MVRT_SHFL_XOR over MVRT_WARP_SIZE lanes.
  * Y16 (p.y16: 0, or MVRT_STORAGE16_BF16 / _F16): the output is stored as
  * 16-bit bits of that type (round to nearest even), 8-byte stores of 4 on
- * the fast path. */
+ * the fast path. X16 (p.x16): the input is 16-bit bits of that type (the
+ * graph's 16-bit residual stream), 8-byte loads of 4 on the fast path,
+ * widened exactly; only with Y16 0 or equal (the launcher's forms). */
 #ifndef MVRT_OPS_LAYERNORM_GPU_CUH
 #define MVRT_OPS_LAYERNORM_GPU_CUH
 
@@ -28,8 +30,15 @@ static __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
+/* Element c of row x: a float, or X16's 16-bit bits widened. */
+template <int X16> static __device__ __forceinline__ float ln_load(const float *x, int64_t c)
+{
+    if constexpr (X16 != 0) return mvrt_h16_to_f32<X16>(reinterpret_cast<const uint16_t *>(x)[c]);
+    else return x[c];
+}
+
 /* NV = 0: scalar path only. Block size a multiple of the warp width. */
-template <int NV, int Y16>
+template <int NV, int Y16, int X16>
 __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t p)
 {
     const int lane = threadIdx.x % MVRT_WARP_SIZE;
@@ -38,7 +47,9 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
     const float inv_n = 1.f / (float)cols;
     for (int64_t row = (int64_t)blockIdx.x * wpb + threadIdx.x / MVRT_WARP_SIZE; row < p.rows;
          row += (int64_t)gridDim.x * wpb) {
-        const float *x = p.x + row * p.x_ld;
+        /* row `row` of x (element offsets are the same for 16-bit bits) */
+        const float *x = X16 ? reinterpret_cast<const float *>(reinterpret_cast<const uint16_t *>(p.x) + row * p.x_ld)
+                             : p.x + row * p.x_ld;
         float *y = Y16 ? nullptr : p.y + row * p.y_ld;
         uint16_t *y16 = Y16 ? reinterpret_cast<uint16_t *>(p.y) + row * p.y_ld : nullptr;
         /* the guard only matters if the host planned with another warp width */
@@ -65,7 +76,19 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
 #pragma unroll
             for (int i = 0; i < NV; i++) {
                 const int64_t c4 = lane + (int64_t)i * MVRT_WARP_SIZE;
-                v[i] = c4 < c4n ? x4[c4] : make_float4(0.f, 0.f, 0.f, 0.f);
+                if constexpr (X16 != 0) {
+                    if (c4 < c4n) {
+                        const uint2 h = reinterpret_cast<const uint2 *>(x)[c4];
+                        v[i] = make_float4(mvrt_h16_to_f32<X16>((unsigned short)h.x),
+                                           mvrt_h16_to_f32<X16>((unsigned short)(h.x >> 16)),
+                                           mvrt_h16_to_f32<X16>((unsigned short)h.y),
+                                           mvrt_h16_to_f32<X16>((unsigned short)(h.y >> 16)));
+                    } else {
+                        v[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+                    }
+                } else {
+                    v[i] = c4 < c4n ? x4[c4] : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
                 s += (v[i].x + v[i].y) + (v[i].z + v[i].w);
             }
             const float mean = warp_sum(s) * inv_n;
@@ -99,16 +122,16 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
             }
         } else {
             float s = 0.f;
-            for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) s += x[c];
+            for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) s += ln_load<X16>(x, c);
             const float mean = warp_sum(s) * inv_n;
             float q = 0.f;
             for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) {
-                const float a = x[c] - mean;
+                const float a = ln_load<X16>(x, c) - mean;
                 q += a * a;
             }
             const float rstd = 1.f / sqrtf(warp_sum(q) * inv_n + p.eps);
             for (int64_t c = lane; c < cols; c += MVRT_WARP_SIZE) {
-                const float o = (x[c] - mean) * rstd * p.weight[c] + p.bias[c];
+                const float o = (ln_load<X16>(x, c) - mean) * rstd * p.weight[c] + p.bias[c];
                 if constexpr (Y16 != 0) y16[c] = mvrt_f32_to_h16<Y16>(o);
                 else y[c] = o;
             }
@@ -116,21 +139,32 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
     }
 }
 
-template <int Y16>
+template <int Y16, int X16>
 static inline void launch_layernorm_nv(const mvrt_layernorm_params_t &p, int nv, unsigned blocks, int threads,
                                        mvrt_gpu_stream_t s)
 {
     switch (nv) {
-    case 1: layernorm_kernel<1, Y16><<<blocks, threads, 0, s>>>(p); break;
-    case 2: layernorm_kernel<2, Y16><<<blocks, threads, 0, s>>>(p); break;
-    case 3: layernorm_kernel<3, Y16><<<blocks, threads, 0, s>>>(p); break;
-    case 4: layernorm_kernel<4, Y16><<<blocks, threads, 0, s>>>(p); break;
-    case 5: layernorm_kernel<5, Y16><<<blocks, threads, 0, s>>>(p); break;
-    case 6: layernorm_kernel<6, Y16><<<blocks, threads, 0, s>>>(p); break;
-    case 8: layernorm_kernel<8, Y16><<<blocks, threads, 0, s>>>(p); break;
-    case 16: layernorm_kernel<16, Y16><<<blocks, threads, 0, s>>>(p); break;
-    default: layernorm_kernel<0, Y16><<<blocks, threads, 0, s>>>(p); break;
+    case 1: layernorm_kernel<1, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 2: layernorm_kernel<2, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 3: layernorm_kernel<3, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 4: layernorm_kernel<4, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 5: layernorm_kernel<5, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 6: layernorm_kernel<6, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 8: layernorm_kernel<8, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 16: layernorm_kernel<16, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    default: layernorm_kernel<0, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
     }
+}
+
+/* The (input, output) type pairs: floats or a 16-bit type in, floats or
+ * that type out. */
+template <int T16>
+static inline void launch_layernorm_t16(const mvrt_layernorm_params_t &p, int nv, unsigned blocks, int threads,
+                                        mvrt_gpu_stream_t s)
+{
+    if (p.x16 && p.y16) launch_layernorm_nv<T16, T16>(p, nv, blocks, threads, s);
+    else if (p.x16) launch_layernorm_nv<0, T16>(p, nv, blocks, threads, s);
+    else launch_layernorm_nv<T16, 0>(p, nv, blocks, threads, s);
 }
 
 /* warp_size: the device's (equals the device pass's MVRT_WARP_SIZE). */
@@ -143,16 +177,18 @@ static inline mvrt_gpu_error_t launch_layernorm(const mvrt_layernorm_params_t &p
     const unsigned blocks = (unsigned)(blocks64 < 0x7fffffff ? blocks64 : 0x7fffffff);
     auto a16 = [](const void *q) { return ((uintptr_t)q & 15u) == 0; };
     auto a8 = [](const void *q) { return ((uintptr_t)q & 7u) == 0; };
-    const bool vec = p.cols % 4 == 0 && p.x_ld % 4 == 0 && p.y_ld % 4 == 0 && a16(p.x) &&
+    const bool vec = p.cols % 4 == 0 && p.x_ld % 4 == 0 && p.y_ld % 4 == 0 && (p.x16 ? a8(p.x) : a16(p.x)) &&
                      (p.y16 ? a8(p.y) : a16(p.y)) && a16(p.weight) && a16(p.bias);
     const int64_t per_lane = (p.cols / 4 + warp_size - 1) / warp_size;
     /* float4 per lane: exact up to 6 (MambaVision's 320 / 640 / 1024
      * channels: 3 / 5 / 8), so that no registers hold unused slots (640
      * channels on 8 slots: 119 registers, 22 % occupancy, H200 ncu) */
     const int nv = !vec ? 0 : per_lane <= 6 ? (int)per_lane : per_lane <= 8 ? 8 : per_lane <= 16 ? 16 : 0;
-    if (p.y16 == MVRT_STORAGE16_F16) launch_layernorm_nv<MVRT_STORAGE16_F16>(p, nv, blocks, threads, s);
-    else if (p.y16) launch_layernorm_nv<MVRT_STORAGE16_BF16>(p, nv, blocks, threads, s);
-    else launch_layernorm_nv<0>(p, nv, blocks, threads, s);
+    /* the one 16-bit type of the op (mvrt_op_storage16 checked it) */
+    const int t16 = p.y16 ? p.y16 : p.x16;
+    if (t16 == MVRT_STORAGE16_F16) launch_layernorm_t16<MVRT_STORAGE16_F16>(p, nv, blocks, threads, s);
+    else if (t16) launch_layernorm_t16<MVRT_STORAGE16_BF16>(p, nv, blocks, threads, s);
+    else launch_layernorm_nv<0, 0>(p, nv, blocks, threads, s);
     return mvrt_gpu_get_last_error();
 }
 

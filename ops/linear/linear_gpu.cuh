@@ -42,8 +42,8 @@ struct gemm_args {
     int ta, tb;                       /* op(A) = A^T, op(B) = B^T */
     int act;
     float beta;                       /* 0 or 1 */
-    int y16 = 0;                      /* epilogues: Y holds 16-bit bits of this type (MVRT_STORAGE16_*;
-                                         beta 0, no R); not sgemm_kernel */
+    int y16 = 0;                      /* epilogues: Y, and R when set, hold 16-bit bits of this type
+                                         (MVRT_STORAGE16_*); not sgemm_kernel */
     /* the cluster GEMM only (linear_gpu_cluster.cuh): a LayerNorm of A's
      * rows folded in, as mvrt_linear_params_t's ln_weight / ln_colsum /
      * ln_eps (NULL: none) */
@@ -178,9 +178,10 @@ __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
         const int64_t b = r / g.M, m = r - b * g.M;
         float *y = g.Y + b * g.sy + m * g.ldy; /* not dereferenced when y16 */
-        const float *res = g.R ? g.R + b * g.sr + m * g.ldr : nullptr;
+        const float *res = !T16 && g.R ? g.R + b * g.sr + m * g.ldr : nullptr;
         const float brow = (g.bias && g.bias_per_row) ? g.bias[m] : 0.f;
         uint16_t *y16 = T16 ? reinterpret_cast<uint16_t *>(g.Y) + b * g.sy + m * g.ldy : nullptr;
+        const uint16_t *res16 = T16 && g.R ? reinterpret_cast<const uint16_t *>(g.R) + b * g.sr + m * g.ldr : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < g.N; n += (int64_t)gridDim.x * blockDim.x) {
             float v;
             if constexpr (T16 != 0) v = mvrt_h16_to_f32<T16>(y16[n]);
@@ -188,6 +189,8 @@ __global__ void __launch_bounds__(256) epilogue_kernel(gemm_args g)
             if (g.bias) v += g.bias_per_row ? brow : g.bias[n];
             v = act_apply(g.act, v);
             if (res) v += res[n];
+            if constexpr (T16 != 0)
+                if (res16) v += mvrt_h16_to_f32<T16>(res16[n]);
             if constexpr (T16 != 0) y16[n] = mvrt_f32_to_h16<T16>(v);
             else y[n] = v;
         }
@@ -243,8 +246,9 @@ template <int T16> static __device__ __forceinline__ float4 h16x4_to_float4(unsi
                        mvrt_h16_to_f32<T16>((unsigned short)hi), mvrt_h16_to_f32<T16>((unsigned short)(hi >> 16)));
 }
 
-/* epilogue_vec4_kernel over a 16-bit Y (the 16-bit GEMM wrote it): 8-byte
- * loads and stores of 4 values; bias and activation in fp32, rounded once. */
+/* epilogue_vec4_kernel over a 16-bit Y (the 16-bit GEMM wrote it) and a
+ * 16-bit R: 8-byte loads and stores of 4 values; bias, activation and
+ * residual in fp32, rounded once. */
 template <int T16>
 __global__ void __launch_bounds__(256) epilogue16_vec4_kernel(gemm_args g)
 {
@@ -252,11 +256,19 @@ __global__ void __launch_bounds__(256) epilogue16_vec4_kernel(gemm_args g)
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
         const int64_t b = r / g.M, m = r - b * g.M;
         uint2 *y = reinterpret_cast<uint2 *>(reinterpret_cast<uint16_t *>(g.Y) + b * g.sy + m * g.ldy);
+        const uint2 *res =
+            g.R ? reinterpret_cast<const uint2 *>(reinterpret_cast<const uint16_t *>(g.R) + b * g.sr + m * g.ldr)
+                : nullptr;
         const float brow = (g.bias && g.bias_per_row) ? g.bias[m] : 0.f;
         const float4 *bcol = (g.bias && !g.bias_per_row) ? (const float4 *)g.bias : nullptr;
         for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < n4; n += (int64_t)gridDim.x * blockDim.x) {
             const uint2 h = y[n];
-            const float4 v = bias_act4(h16x4_to_float4<T16>(h.x, h.y), bcol, brow, n, g.act);
+            float4 v = bias_act4(h16x4_to_float4<T16>(h.x, h.y), bcol, brow, n, g.act);
+            if (res) {
+                const uint2 rh = res[n];
+                const float4 q = h16x4_to_float4<T16>(rh.x, rh.y);
+                v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
+            }
             y[n] = make_uint2(mvrt_h16x2<T16>(v.x, v.y), mvrt_h16x2<T16>(v.z, v.w));
         }
     }
@@ -592,8 +604,9 @@ static inline mvrt_gpu_error_t launch_epilogue(const gemm_args &g, mvrt_gpu_stre
     const uint64_t rows = (uint64_t)g.batch * (uint64_t)g.M;
     /* four columns at a time: 16-byte rows of an fp32 Y, 8-byte of a 16-bit Y */
     const bool y_aligned = g.y16 ? ((uintptr_t)g.Y & 7u) == 0 : mvrt_aligned16(g.Y);
+    const bool r_aligned = g.y16 ? ((uintptr_t)g.R & 7u) == 0 : mvrt_aligned16(g.R);
     const bool vec4 = g.N % 4 == 0 && g.ldy % 4 == 0 && (g.batch == 1 || g.sy % 4 == 0) && y_aligned &&
-                      (!g.R || (g.ldr % 4 == 0 && (g.batch == 1 || g.sr % 4 == 0) && mvrt_aligned16(g.R))) &&
+                      (!g.R || (g.ldr % 4 == 0 && (g.batch == 1 || g.sr % 4 == 0) && r_aligned)) &&
                       (!g.bias || g.bias_per_row || mvrt_aligned16(g.bias));
     /* eight 16-bit columns at a time: 16-byte rows (bias per column read as
      * two float4) */

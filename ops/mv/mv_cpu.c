@@ -142,8 +142,10 @@ size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p)
     }
     if (p->kind == MVRT_OP_AFFINE_AVGPOOL && p->u.pool.x_nhwc16)
         return round_up((size_t)(p->u.pool.batch * p->u.pool.channels * p->u.pool.spatial) * sizeof(float));
-    if (p->kind == MVRT_OP_LAYERNORM && p->u.layernorm.y16)
-        return round_up((size_t)(p->u.layernorm.rows * p->u.layernorm.cols) * sizeof(float));
+    if (p->kind == MVRT_OP_LAYERNORM) { /* x, y as floats */
+        const size_t n = round_up((size_t)(p->u.layernorm.rows * p->u.layernorm.cols) * sizeof(float));
+        return (p->u.layernorm.x16 ? n : 0) + (p->u.layernorm.y16 ? n : 0);
+    }
     if (p->kind == MVRT_OP_ATTENTION) { /* qkv, out as floats */
         const mvrt_attention_params_t *a = &p->u.attention;
         const size_t rows = (size_t)(a->batch * a->length), C = (size_t)a->heads * (size_t)a->head_dim;
@@ -157,13 +159,24 @@ size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p)
     return 0;
 }
 
-/* LayerNorm into fp32 scratch, then each element rounded into the 16-bit y. */
-static void layernorm_out16(const mvrt_layernorm_params_t *p, float *y32, int threads)
+/* LayerNorm of a 16-bit x (widened exactly into scratch) and / or into
+ * fp32 scratch, then each element rounded into the 16-bit y. */
+static void layernorm_storage16(const mvrt_layernorm_params_t *p, char *scratch, int threads)
 {
     mvrt_layernorm_params_t q = *p;
-    q.y = y32, q.y_ld = p->cols, q.y16 = 0;
+    q.x16 = q.y16 = 0;
+    if (p->x16) {
+        float *x32 = (float *)(void *)scratch;
+        widen_rows(p->x16, (const uint16_t *)(const void *)p->x, 0, p->x_ld, x32, 0, p->cols, 1, p->rows, p->cols,
+                   threads);
+        q.x = x32, q.x_ld = p->cols;
+        scratch += round_up((size_t)(p->rows * p->cols) * sizeof(float));
+    }
+    if (p->y16)
+        q.y = (float *)(void *)scratch, q.y_ld = p->cols;
     mvrt_cpu_layernorm(&q, threads);
-    narrow_rows(p->y16, y32, 0, p->cols, (uint16_t *)(void *)p->y, 0, p->y_ld, 1, p->rows, p->cols, threads);
+    if (p->y16)
+        narrow_rows(p->y16, q.y, 0, p->cols, (uint16_t *)(void *)p->y, 0, p->y_ld, 1, p->rows, p->cols, threads);
 }
 
 /* A linear with 16-bit A and/or Y through fp32 copies in scratch. */
@@ -183,6 +196,15 @@ static void linear_storage16(const mvrt_linear_params_t *p, char *scratch, int t
     if (p->y16) {
         y32 = (float *)(void *)(scratch + linear_a32_bytes(p));
         q.Y = y32, q.ldy = p->N, q.batch_stride_y = p->M * p->N;
+        if (p->beta != 0.0f) {
+            /* the 16-bit residual (Y's own contents or `residual`) widened
+             * into Y's fp32 copy, which the product then accumulates onto:
+             * one rounding of the whole sum below */
+            const void *r16 = p->residual ? (const void *)p->residual : (const void *)p->Y;
+            widen_rows(p->y16, (const uint16_t *)r16, p->batch_stride_y, p->ldy, y32, p->M * p->N, p->N, p->batch,
+                       p->M, p->N, threads);
+            q.residual = NULL;
+        }
     }
     mvrt_cpu_linear(&q, threads);
     if (!p->y16)
@@ -315,8 +337,8 @@ int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads)
         return -2;
     switch (p->kind) {
     case MVRT_OP_LAYERNORM:
-        if (p->u.layernorm.y16)
-            layernorm_out16(&p->u.layernorm, (float *)scratch, threads);
+        if (p->u.layernorm.x16 || p->u.layernorm.y16)
+            layernorm_storage16(&p->u.layernorm, (char *)scratch, threads);
         else
             mvrt_cpu_layernorm(&p->u.layernorm, threads);
         return 0;

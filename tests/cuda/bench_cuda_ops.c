@@ -103,7 +103,7 @@ int main(int argc, char **argv)
     /* layernorm (T, 320) */
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_LAYERNORM;
-    p.u.layernorm = (mvrt_layernorm_params_t){T, C, x, C, y, C, w1, b1, 1e-5f, 0};
+    p.u.layernorm = (mvrt_layernorm_params_t){T, C, x, C, y, C, w1, b1, 1e-5f, 0, 0};
     bench("layernorm 50176x320", &p, 0, 2.0 * T * C * 4);
 
     /* dwconv1d on the mixer's x half: token-major (B, 196, 320) cols [0,160) -> (B, 160, 196) */

@@ -227,13 +227,25 @@ static int check16(const char *name, const buf16_t *out, const double *ref, int 
 
 /* LayerNorm with a 16-bit output (y16): the reference in double, then one
  * rounding to 16 bits on top of the fp32 error: atol 2e-5, rtol
- * round16_rtol(). */
-static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad)
+ * round16_rtol(). x16: the input is 16-bit too (the graph's 16-bit
+ * residual stream; its values are 16-bit numbers, so the reference reads
+ * what the device reads); x16 2: 16-bit input, float output (atol and
+ * rtol 2e-5). */
+static void case_layernorm_s16(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad, int x16)
 {
     if (!selected(name)) return;
     const int64_t xld = cols + xpad, yld = cols + ypad;
+    const int y16 = x16 != 2;
     buf_t x = buf_rand(rows * xld, -2.0, 3.0), w = buf_rand(cols, 0.5, 1.5), bb = buf_rand(cols, -0.5, 0.5);
-    buf16_t y = buf16_new(rows * yld, NULL);
+    buf16_t x16b = {0, 0, 0};
+    if (x16) {
+        for (int64_t i = 0; i < x.n; i++) x.h[i] = from16(to16(x.h[i]));
+        x16b = buf16_new(x.n, x.h);
+    }
+    buf16_t y = {0, 0, 0};
+    buf_t yf = {0, 0, 0};
+    if (y16) y = buf16_new(rows * yld, NULL);
+    else yf = buf_out(rows * yld);
     mvrt_op_params_t ph, pd;
     memset(&ph, 0, sizeof ph);
     ph.kind = MVRT_OP_LAYERNORM;
@@ -241,18 +253,30 @@ static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, in
     l->rows = rows; l->cols = cols; l->x = x.h; l->x_ld = xld; l->y = NULL; l->y_ld = yld;
     l->weight = w.h; l->bias = bb.h; l->eps = 1e-5f;
     pd = ph;
-    pd.u.layernorm.x = x.d; pd.u.layernorm.y = y.d; pd.u.layernorm.weight = w.d; pd.u.layernorm.bias = bb.d;
-    pd.u.layernorm.y16 = g_t16;
+    pd.u.layernorm.x = x16 ? (const float *)x16b.d : x.d;
+    pd.u.layernorm.y = y16 ? (float *)y.d : yf.d;
+    pd.u.layernorm.weight = w.d; pd.u.layernorm.bias = bb.d;
+    pd.u.layernorm.y16 = y16 ? g_t16 : 0;
+    pd.u.layernorm.x16 = x16 ? g_t16 : 0;
     /* the reference writes floats: run it into a float image of y */
-    float *yh = malloc(sizeof(float) * (size_t)y.n);
+    const int64_t ny = rows * yld;
+    float *yh = malloc(sizeof(float) * (size_t)ny);
     if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
     ph.u.layernorm.y = yh;
-    double *ref = ref_new(y.n);
+    double *ref = ref_new(ny);
     mvrt_ref_op_run(&ph, ref);
     run_dev(&pd);
-    check16(name, &y, ref, 0, 2e-5, round16_rtol());
+    if (y16) check16(name, &y, ref, 0, 2e-5, round16_rtol());
+    else check(name, &yf, ref, 0, 2e-5, 2e-5);
     free(ref); free(yh);
-    buf_free(&x); buf_free(&w); buf_free(&bb); buf16_free(&y);
+    buf_free(&x); buf_free(&w); buf_free(&bb);
+    if (y16) buf16_free(&y);
+    else buf_free(&yf);
+    if (x16) buf16_free(&x16b);
+}
+static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, int64_t xpad, int64_t ypad)
+{
+    case_layernorm_s16(name, rows, cols, xpad, ypad, 0);
 }
 
 /* Linear with 16-bit storage (g_t16) of A (a16) and/or Y (y16), in the
@@ -262,9 +286,16 @@ static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, in
  * reference sees what the device sees. Tolerance: 16-bit math as the
  * 16-bit linear cases ((6e-3 sqrt(K), 2e-2) x gemm16_scale()); fp32 math
  * 2e-6 sqrt(K) + 1e-6 and rtol 1e-5, or round16_rtol() with a 16-bit Y
- * (its rounding, as in case_layernorm_bf16). */
-static void case_linear_storage(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16,
-                                int y16, int bias, int act, int math, int64_t pad)
+ * (its rounding, as in case_layernorm_bf16).
+ * res (with y16, act NONE): a 16-bit residual stream, beta 1: RES_INPLACE
+ * accumulates onto Y's own 16-bit values, RES_SEPARATE onto another 16-bit
+ * matrix (`residual`); values in [-4, 4], 16-bit numbers. Where a vendor
+ * GEMM is followed by the epilogue pass, the product + R and then + bias
+ * are two roundings (mv_op_params.h): atol gains one rounding of the
+ * largest bias (1). */
+enum { RES_NONE = 0, RES_INPLACE = 1, RES_SEPARATE = 2 };
+static void case_linear_storage_res(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int ta,
+                                    int a16, int y16, int bias, int act, int math, int64_t pad, int res)
 {
     if (!selected(name)) return;
     /* a16 bit 1 (B16): B (the weight) stored 16-bit as well (b16), taken
@@ -289,10 +320,18 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     if (b16) B16 = buf16_new(B.n, B.h);
     buf_t Y = {0, 0, 0};
     if (a16) A16 = buf16_new(A.n, A.h);
-    if (y16) Y16 = buf16_new(batch * sy, NULL);
-    else Y = buf_out(batch * sy);
     float *yh = malloc(sizeof(float) * (size_t)(batch * sy));
     if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    buf_t R = {0, 0, 0};
+    buf16_t R16 = {0, 0, 0};
+    if (res) { /* 16-bit numbers in [-4, 4]: in Y itself, or in R */
+        R = buf_rand(batch * sy, -4.0, 4.0);
+        for (int64_t i = 0; i < R.n; i++) R.h[i] = from16(to16(R.h[i]));
+        if (res == RES_INPLACE) memcpy(yh, R.h, sizeof(float) * (size_t)R.n);
+        else R16 = buf16_new(R.n, R.h);
+    }
+    if (y16) Y16 = buf16_new(batch * sy, res == RES_INPLACE ? R.h : NULL);
+    else Y = buf_out(batch * sy);
     mvrt_op_params_t ph, pd;
     memset(&ph, 0, sizeof ph);
     ph.kind = MVRT_OP_LINEAR;
@@ -302,8 +341,10 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     l->B = B.h; l->ldb = ldb; l->batch_stride_b = sb; l->trans_b = 1;
     l->Y = yh; l->ldy = ldy; l->batch_stride_y = sy;
     l->bias = bias ? bv.h : NULL;
-    l->activation = act; l->beta = 0.f; l->math = math;
+    l->activation = act; l->beta = res ? 1.f : 0.f; l->math = math;
+    l->residual = res == RES_SEPARATE ? R.h : NULL;
     pd = ph;
+    pd.u.linear.residual = res == RES_SEPARATE ? (const float *)R16.d : NULL;
     pd.u.linear.A = a16 ? (const float *)A16.d : (const float *)A.d;
     pd.u.linear.B = B.d;
     pd.u.linear.Y = y16 ? (float *)Y16.d : (float *)Y.d;
@@ -327,7 +368,8 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     mvrt_ref_op_run(&ph, ref);
     run_dev(&pd);
     const double sk = sqrt((double)K);
-    const double atol = bf16_gemm ? 6e-3 * sk * gemm16_scale() : 2e-6 * sk + 1e-6;
+    const double atol = (bf16_gemm ? 6e-3 * sk * gemm16_scale() : 2e-6 * sk + 1e-6) +
+                        (res && bias && bf16_gemm ? round16_rtol() : 0.0);
     const double rtol = bf16_gemm ? 2e-2 * gemm16_scale() : y16 ? round16_rtol() : 1e-5;
     if (y16) check16(name, &Y16, ref, 0, atol, rtol);
     else check(name, &Y, ref, 0, atol, rtol);
@@ -340,6 +382,13 @@ done:
     if (b16) buf16_free(&B16);
     if (y16) buf16_free(&Y16);
     else buf_free(&Y);
+    if (res) buf_free(&R);
+    if (res == RES_SEPARATE) buf16_free(&R16);
+}
+static void case_linear_storage(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16,
+                                int y16, int bias, int act, int math, int64_t pad)
+{
+    case_linear_storage_res(name, batch, M, N, K, ta, a16, y16, bias, act, math, pad, RES_NONE);
 }
 
 /* ------------------------------------------- linear with a folded LayerNorm */
@@ -1606,6 +1655,25 @@ static void run_linear_storage_cases(void)
     case_linear_storage("linear_s16_fp32_math_a16_y16", 2, 65, 40, 72, 0, 1, 1, 1, GELU, FP32, 2);
     case_linear_storage("linear_s16_fp32_math_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, FP32, 0);
     case_linear_storage("linear_s16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, RELU, BF16, 0);
+    /* a 16-bit residual stream (y16, beta 1): fc2 and proj onto it on the
+     * sm_90a GEMMs with a 16-bit C (K >= 1024: cooperative, else pingpong;
+     * B16: 16-bit weights as the graph has them), few rows on cuBLAS plus
+     * the epilogue pass (in place with a bias: two roundings; a separate
+     * R), the out_proj form (in place, no bias: cuBLAS alone), odd and
+     * padded shapes (scalar epilogue), fp32 math through scratch, K 0 */
+    case_linear_storage_res("linear_res16_fc2_sm90", 1, 4224, 640, 1280, 0, 3, 1, 1, NONE, BF16, 0, RES_INPLACE);
+    case_linear_storage_res("linear_res16_proj_sm90", 1, 8448, 320, 320, 0, 3, 1, 1, NONE, BF16, 0, RES_INPLACE);
+    case_linear_storage_res("linear_res16_sm90_separate", 1, 8448, 320, 320, 0, 3, 1, 1, NONE, BF16, 0,
+                            RES_SEPARATE);
+    case_linear_storage_res("linear_res16_sm90_ragged", 1, 8200, 328, 1032, 0, 1, 1, 1, NONE, BF16, 0, RES_INPLACE);
+    case_linear_storage_res("linear_res16_few_rows", 1, 196, 512, 2048, 0, 3, 1, 1, NONE, BF16, 0, RES_INPLACE);
+    case_linear_storage_res("linear_res16_few_rows_sep", 1, 196, 512, 512, 0, 3, 1, 1, NONE, BF16, 0, RES_SEPARATE);
+    case_linear_storage_res("linear_res16_outproj_nobias", 1, 4224, 320, 320, 0, 3, 1, 0, NONE, BF16, 0, RES_INPLACE);
+    case_linear_storage_res("linear_res16_batch_ta_odd", 3, 37, 19, 45, 1, 1, 1, 1, NONE, BF16, 3, RES_INPLACE);
+    case_linear_storage_res("linear_res16_odd_sep", 2, 5, 7, 9, 0, 0, 1, 1, NONE, BF16, 1, RES_SEPARATE);
+    case_linear_storage_res("linear_res16_fp32_math", 2, 65, 40, 72, 0, 1, 1, 1, NONE, FP32, 2, RES_INPLACE);
+    case_linear_storage_res("linear_res16_fp32_math_sep", 2, 65, 40, 72, 0, 1, 1, 1, NONE, FP32, 2, RES_SEPARATE);
+    case_linear_storage_res("linear_res16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, BF16, 0, RES_INPLACE);
 }
 
 static void run_gemm_cases(void)
@@ -1665,6 +1733,13 @@ static void run_layernorm16_cases(void)
     case_layernorm_bf16("layernorm_bf16_9x97_ld101", 9, 97, 4, 4);
     case_layernorm_bf16("layernorm_bf16_7x96_ld98_scalar", 7, 96, 0, 2);
     case_layernorm_bf16("layernorm_bf16_mv_50176x320", 50176, 320, 0, 0);
+    /* 16-bit input (the residual stream): 16-bit or float output, the
+     * vector path (B's 512 and 1024 channels), strided and scalar rows */
+    case_layernorm_s16("layernorm_x16_y16_50176x512", 50176, 512, 0, 0, 1);
+    case_layernorm_s16("layernorm_x16_y16_33x1024", 33, 1024, 0, 0, 1);
+    case_layernorm_s16("layernorm_x16_y16_9x97_ld101", 9, 97, 4, 4, 1);
+    case_layernorm_s16("layernorm_x16_f32_12x640", 12, 640, 0, 0, 2);
+    case_layernorm_s16("layernorm_x16_f32_7x96_ld98", 7, 96, 2, 0, 2);
 }
 
 /* The 16-bit attention cases (math bf16, fp16 in the fp16 pass). */

@@ -269,15 +269,23 @@ static size_t decode16(const uint16_t *y16, size_t n, int64_t count, int64_t str
     return touched;
 }
 
-static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_t y_ld, double mean, double spread)
+/* x16: the input is 16-bit too (a 16-bit residual stream; its values are
+ * 16-bit numbers, so the reference reads what the op reads). */
+static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_t y_ld, double mean, double spread,
+                                int x16)
 {
     char name[128];
-    snprintf(name, sizeof name, "%s out %lldx%lld ld %lld/%lld mean %g", t16_name(), (long long)rows, (long long)cols,
-             (long long)x_ld, (long long)y_ld, mean);
+    snprintf(name, sizeof name, "%s %sout %lldx%lld ld %lld/%lld mean %g", t16_name(), x16 ? "in+" : "",
+             (long long)rows, (long long)cols, (long long)x_ld, (long long)y_ld, mean);
     const size_t nx = (size_t)((rows - 1) * x_ld + cols), ny = (size_t)((rows - 1) * y_ld + cols);
     float *x = falloc(nx), *w = falloc((size_t)cols), *b = falloc((size_t)cols), *got = falloc(ny);
     double *ref = dalloc(ny);
     fill_uniform(x, nx, mean, spread);
+    uint16_t *x16b = x16 ? u16alloc(nx) : NULL;
+    for (size_t i = 0; x16 && i < nx; i++) {
+        x16b[i] = to16(x[i]);
+        x[i] = from16(x16b[i]);
+    }
     fill_uniform(w, (size_t)cols, 1.0, 0.5);
     fill_uniform(b, (size_t)cols, 0.0, 0.5);
     mvrt_op_params_t op = {.kind = MVRT_OP_LAYERNORM};
@@ -288,9 +296,12 @@ static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_
     run_ref(&op, ref);
     for (int t = 1; t <= 2; t++) {
         uint16_t *y16 = u16alloc(ny);
-        op.u.layernorm.y = (float *)(void *)y16;
-        op.u.layernorm.y16 = g_t16;
-        run_cpu(&op, t);
+        mvrt_op_params_t q = op;
+        q.u.layernorm.y = (float *)(void *)y16;
+        q.u.layernorm.y16 = g_t16;
+        if (x16)
+            q.u.layernorm.x = (const float *)(const void *)x16b, q.u.layernorm.x16 = g_t16;
+        run_cpu(&q, t);
         const size_t touched = decode16(y16, ny, 1, 0, rows, cols, y_ld, got);
         for (size_t i = 0; i < ny; i++) /* padding: NaN on both sides */
             if (isnan(ref[i]) && y16[i] == S16_SENTINEL)
@@ -302,17 +313,21 @@ static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_
         }
         free(y16);
     }
-    free(x), free(w), free(b), free(got), free(ref);
+    free(x), free(w), free(b), free(got), free(ref), free(x16b);
 }
 
 /* A (M x K, or K x M with ta) per batch item with row padding, B a shared
  * PyTorch weight (N x K), a per-column bias; a16: A stored bf16; y16: Y
- * stored bf16 (else fp32). */
-static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16, int y16, int act)
+ * stored bf16 (else fp32). res (with y16 and act NONE): beta 1 onto a
+ * 16-bit residual, 1: Y's own values (in place), 2: a separate matrix
+ * (`residual`); 16-bit numbers in [-4, 4], the sum rounded once. */
+static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int ta, int a16, int y16, int act,
+                             int res)
 {
     char name[128];
-    snprintf(name, sizeof name, "%s %s%s b%lld %lldx%lldx%lld%s act %d", t16_name(), a16 ? "A" : "", y16 ? "Y" : "",
-             (long long)batch, (long long)M, (long long)N, (long long)K, ta ? " ta" : "", act);
+    snprintf(name, sizeof name, "%s %s%s%s b%lld %lldx%lldx%lld%s act %d", t16_name(), a16 ? "A" : "", y16 ? "Y" : "",
+             res == 1 ? " +=Y" : res == 2 ? " +R" : "", (long long)batch, (long long)M, (long long)N, (long long)K,
+             ta ? " ta" : "", act);
     const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + 3, sa = ra * lda + 5;
     const int64_t ldy = N + 2, sy = M * ldy + 4;
     const size_t na = (size_t)(batch * sa), nb = (size_t)(N * K), ny = (size_t)(batch * sy);
@@ -326,12 +341,30 @@ static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int
     uint16_t *A16 = u16alloc(na);
     for (size_t i = 0; i < na; i++)
         A16[i] = to16(A[i]);
+    float *R = res ? falloc(ny) : NULL; /* the residual's values (16-bit numbers) */
+    uint16_t *R16 = res ? u16alloc(ny) : NULL;
+    if (res) {
+        fill_uniform(R, ny, 0.0, 4.0);
+        for (size_t i = 0; i < ny; i++) {
+            const int64_t rem = (int64_t)i % sy; /* padding keeps the sentinel: decode16 checks it */
+            const int inside = (int64_t)i / sy < batch && rem / ldy < M && rem % ldy < N;
+            R16[i] = inside ? to16(R[i]) : S16_SENTINEL;
+            R[i] = from16(R16[i]);
+        }
+    }
     mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
     op.u.linear = (mvrt_linear_params_t){.batch = batch, .M = M, .N = N, .K = K, .A = A, .lda = lda,
                                           .batch_stride_a = sa, .trans_a = ta, .B = B, .ldb = K,
                                           .batch_stride_b = 0, .trans_b = 1, .Y = Y, .ldy = ldy,
                                           .batch_stride_y = sy, .bias = bias, .activation = act,
                                           .math = MVRT_MATH_BF16};
+    if (res) {
+        op.u.linear.beta = 1.0f;
+        if (res == 1)
+            memcpy(Y, R, ny * sizeof(float));
+        else
+            op.u.linear.residual = R;
+    }
     for (size_t i = 0; i < ny; i++)
         ref[i] = NAN;
     run_ref(&op, ref);
@@ -342,6 +375,10 @@ static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int
         if (a16)
             q.u.linear.A = (const float *)(const void *)A16;
         uint16_t *Y16 = y16 ? u16alloc(ny) : NULL;
+        if (res == 1)
+            memcpy(Y16, R16, ny * sizeof(uint16_t));
+        if (res == 2)
+            q.u.linear.residual = (const float *)(const void *)R16;
         if (y16) {
             q.u.linear.Y = (float *)(void *)Y16;
         } else {
@@ -364,7 +401,7 @@ static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int
         }
         free(Y16);
     }
-    free(A), free(B), free(bias), free(Y), free(got), free(ref), free(A16);
+    free(A), free(B), free(bias), free(Y), free(got), free(ref), free(A16), free(R), free(R16);
 }
 
 /* ---------------- depthwise conv1d + SiLU ---------------- */
@@ -906,13 +943,20 @@ int main(void)
      * fc2 (16-bit A, fp32 Y), a transposed batched A, odd sizes */
     for (int pass = 0; pass < 2; pass++) {
         g_t16 = pass ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
-        test_layernorm_bf16(1, 1, 1, 1, 0.0, 1.0);
-        test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0);
-        test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0);
-        test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF);
-        test_linear_bf16(1, 37, 33, 129, 0, 1, 0, MVRT_ACT_NONE);
-        test_linear_bf16(3, 17, 9, 21, 1, 1, 1, MVRT_ACT_SILU);
-        test_linear_bf16(2, 5, 7, 3, 0, 0, 1, MVRT_ACT_RELU);
+        test_layernorm_bf16(1, 1, 1, 1, 0.0, 1.0, 0);
+        test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0, 0);
+        test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0, 0);
+        test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF, 0);
+        test_linear_bf16(1, 37, 33, 129, 0, 1, 0, MVRT_ACT_NONE, 0);
+        test_linear_bf16(3, 17, 9, 21, 1, 1, 1, MVRT_ACT_SILU, 0);
+        test_linear_bf16(2, 5, 7, 3, 0, 0, 1, MVRT_ACT_RELU, 0);
+        /* a 16-bit residual stream: LayerNorms of 16-bit rows, linears
+         * accumulating onto 16-bit rows (in place, or another matrix) */
+        test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0, 1);
+        test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0, 1);
+        test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_NONE, 1);
+        test_linear_bf16(3, 17, 9, 21, 1, 1, 1, MVRT_ACT_NONE, 1);
+        test_linear_bf16(2, 5, 7, 3, 0, 0, 1, MVRT_ACT_NONE, 2);
         test_attention16(2, 49, 2, 16, 1, 1);
         test_attention16(1, 17, 3, 7, 1, 0);
         test_attention16(3, 5, 1, 40, 0, 1);
