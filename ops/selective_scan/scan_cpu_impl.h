@@ -42,7 +42,8 @@ typedef struct scan_scratch {
     float *Bs, *Cs;              /* N x K (variable B / C) */
     vf *h, *hs, *Av, *Bv, *Cv;   /* N vectors each */
     vf *carry, *dA, *dBc, *dCc;  /* N vectors each (backward) */
-    vf *HA, *HH;                 /* K x N: a_t and h_t of a chunk (backward) */
+    vf *HA, *HH;                 /* K rows of ldh: a_t and h_t of a chunk (backward) */
+    int ldh;                     /* their row pitch in vectors (bwd_hist_pitch) */
     vf *ckpt;                    /* nch x N: state at each chunk start */
     vf Dv, biasv;
 } scan_scratch_t;
@@ -242,13 +243,13 @@ MVRT_SI void fwd_states(const int NC, const int bvar, const int cvar, const int 
         const vf *bv_ = (bvar) ? NULL : s->Bv + n0, *cv_ = (cvar) ? NULL : s->Cv + n0;       \
         switch (nc) {                                                                        \
         case 8: fwd_states(8, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
         case 4: fwd_states(4, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
         case 2: fwd_states(2, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
         default: fwd_states(1, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,       \
-                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, N); break; \
+                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
         }                                                                                    \
         n0 += nc;                                                                            \
     }
@@ -365,7 +366,7 @@ MVRT_SI void bwd_states(const int NC, const int bvar, const int cvar, int tn, in
                (bvar) ? s->Bs + (size_t)n0 * s->ldbc : NULL, (bvar) ? NULL : s->Bv + n0,            \
                (cvar) ? s->Cs + (size_t)n0 * s->ldbc : NULL, (cvar) ? NULL : s->Cv + n0,            \
                s->HA + n0, s->HH + n0,                                                           \
-               s->hs + n0, N)
+               s->hs + n0, s->ldh)
 
 #define MVRT_DEF_BWD_VARIANT(name, bvar, cvar)                                 \
     static void name(scan_scratch_t *s, int tn)                                \
@@ -519,6 +520,18 @@ static int bwd_chunk_steps(int N, int64_t L)
     return (int)K;
 }
 
+/* Row pitch (vectors) of a chunk's a_t / h_t history: N plus one cache
+ * line. The adjoint walks 8 states at a time down all K rows, so with a
+ * pitch of exactly N (N * W * 4 bytes: 8 KB at N = 256 on AVX2, a multiple
+ * of the L1 way size) every row of a walk fell into the same L1 sets and
+ * the history streamed from L2; the extra line spreads the rows over the
+ * sets. */
+static int bwd_hist_pitch(int N)
+{
+    const int line = 64 / (int)sizeof(vf);
+    return N + (line > 0 ? line : 1);
+}
+
 /* Variable B/C partial slots per (batch, group): enough tasks for a large
  * CPU, independent of the thread count. */
 static int64_t bwd_slots(const mvrt_scan_params_t *p, int64_t nbg)
@@ -571,7 +584,8 @@ static void bwd_plan(const mvrt_scan_params_t *p, char *base, int nt, bwd_layout
         MVRT_TAKE(lo->slotC, Bt * G * S * N * L * 4);
     lo->threads = base ? base + off : NULL;
     const size_t vb = W * 4;
-    lo->per_thread = al64(9 * K * vb) + al64(2 * K * N * vb) + al64(9 * N * vb) +
+    const size_t ldh = (size_t)bwd_hist_pitch((int)N);
+    lo->per_thread = al64(9 * K * vb) + al64(2 * K * ldh * vb) + al64(9 * N * vb) +
                      al64((nch ? nch : 1) * N * vb) + 2 * al64(N * (K + 16) * 4);
     lo->total = off + (size_t)nt * lo->per_thread;
 #undef MVRT_TAKE
@@ -591,9 +605,10 @@ static void bwd_scratch(const mvrt_scan_params_t *p, const bwd_layout_t *lo, int
     s->U = v; s->V = v + K; s->DT = v + 2 * K; s->DTU = v + 3 * K; s->Y = v + 4 * K;
     s->Z = v + 5 * K; s->G = v + 6 * K; s->S1 = v + 7 * K; s->S2 = v + 8 * K;
     c += al64(9 * K * sizeof(vf));
+    s->ldh = bwd_hist_pitch((int)N);
     s->HA = (vf *)c;
-    s->HH = s->HA + K * N;
-    c += al64(2 * K * N * sizeof(vf));
+    s->HH = s->HA + K * (size_t)s->ldh;
+    c += al64(2 * K * (size_t)s->ldh * sizeof(vf));
     v = (vf *)c;
     s->h = v; s->hs = v + N; s->Av = v + 2 * N; s->Bv = v + 3 * N; s->Cv = v + 4 * N;
     s->carry = v + 5 * N; s->dA = v + 6 * N; s->dBc = v + 7 * N; s->dCc = v + 8 * N;
@@ -708,11 +723,11 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
         store_tile(s->S2, &p->ddelta, dt, b, d0, w, t0, tn);
         if (p->b_variable)
             for (int n = 0; n < N; n++)
-                reduce_lanes(slotB + (size_t)n * L + t0, s->HA + n, (size_t)N, NULL, tn,
+                reduce_lanes(slotB + (size_t)n * L + t0, s->HA + n, (size_t)s->ldh, NULL, tn,
                              !first_in_task);
         if (p->c_variable)
             for (int n = 0; n < N; n++)
-                reduce_lanes(slotC + (size_t)n * L + t0, s->HH + n, (size_t)N, s->G, tn,
+                reduce_lanes(slotC + (size_t)n * L + t0, s->HH + n, (size_t)s->ldh, s->G, tn,
                              !first_in_task);
     }
 
