@@ -183,7 +183,10 @@ constexpr int64_t kLongK = 1024;
  * image) where cuBLAS picks small tiles and split-K. fp16 graphs take the
  * same tiles (the operands' width and the instruction shapes are bf16's).
  * A 16-bit residual stream (16-bit Y and R: fc2 and proj onto the
- * stream) takes the float outputs' tiles with a 16-bit C and D. */
+ * stream) takes the float outputs' tiles with a 16-bit C and D. The
+ * float outputs remain for fp32 streams: block graphs (their input and
+ * output are the caller's floats) and stages whose windows pad the map
+ * (runtime/graph.c, emit_stage). */
 template <class AB> struct kernels {
     using hidden_gelu = coop_128x256<AB, AB, void, GeluErfFit>;
     using out16_bias = coop_128x256<AB, AB, void, th::Identity>;
