@@ -225,7 +225,7 @@ static void print_profile(mvrt_mr_t *mr)
         printf("\n");
     }
     /* the costliest (op, shape) groups: equal layers of a stage add up */
-    for (int top = 0; top < 14; top++) {
+    for (int top = 0; top < 24; top++) {
         size_t best = n;
         double best_ms = 0, best_fl = 0;
         int best_count = 0;

@@ -198,6 +198,14 @@ int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
     return (p.a16 ? align256(a.rows * a.cols * a.count * 4) : 0) + (p.y16 ? align256(p.batch * p.M * p.N * 4) : 0);
 }
 
+/* A short K at many outputs, A shared by the batch, fp32 B and Y (the
+ * mixer's dt_proj over windows): gemm_smallk_batched_kernel, fp32 FMA
+ * whatever the math, no scratch (linear_gpu.cuh says why). */
+bool linear_smallk_batched(const mvrt_linear_params_t &p, const gemm_args &g)
+{
+    return !p.b16 && !p.y16 && !p.ln_weight && gemm_smallk_batched_takes(g, p.a16);
+}
+
 /* A batched linear whose A is transposed per item (stored K x M) against
  * one shared B into a dense Y (and residual), no per-row bias: the
  * mixer's out_proj over windows (A_b = YZ_b^T). Its A is staged as one
@@ -403,6 +411,11 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
         }
 #endif
         return MVRT_GPU_OP_UNSUPPORTED;
+    }
+    if (linear_smallk_batched(p, g)) {
+        const gpuError_t e = launch_gemm_smallk_batched(g, p.a16, s);
+        if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
+        return MVRT_GPU_OP_OK;
     }
     if (use_vendor16(p.math, ctx) && p.K > 0) {
         if (!scratch && linear_vendor16_scratch(p) > 0) return MVRT_GPU_OP_NO_SCRATCH;
@@ -655,6 +668,7 @@ extern "C" size_t mvrt_gpu_op_scratch(const mvrt_op_params_t *p, const mvrt_gpu_
     if (p->kind == MVRT_OP_LINEAR) {
         const mvrt_linear_params_t &l = p->u.linear;
         if (l.ln_weight) return 0; /* the cluster GEMM only */
+        if (linear_smallk_batched(l, linear_gemm_args(l))) return 0;
         const bool storage16 = l.a16 || l.b16 || l.y16;
         /* K = 0 never reaches the vendor GEMM: the storage path runs */
         if (use_vendor16(l.math, ctx) && (l.K > 0 || !storage16)) return (size_t)linear_vendor16_scratch(l);

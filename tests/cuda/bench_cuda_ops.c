@@ -83,6 +83,22 @@ int main(int argc, char **argv)
                                         MVRT_ACT_NONE, 1.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
     bench("linear fc2 50176x320x1280 +bias beta1 fp32", &p, f1, 0);
 
+    /* dt_proj over MambaVision-B's stage-3 windows: DT_b (256, 196) = W
+     * (256, 32) . DBL_b[0:32] + bias per row, 256 windows (h's rows hold
+     * DBL: 48 rows of 196 per window; y holds DT) */
+    memset(&p, 0, sizeof p);
+    p.kind = MVRT_OP_LINEAR;
+    p.u.linear = (mvrt_linear_params_t){B, 256, L, 32, w1, 32, 0, 0, h, L, 48 * L, 0, y, L, 256 * L, b1, 1,
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_FP32, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
+    bench("linear dt_proj b256 256x196x32 rowbias fp32", &p, 2.0 * B * 256 * L * 32, 4.0 * B * (32 + 256) * L);
+    p.u.linear.math = MVRT_MATH_BF16;
+    bench("linear dt_proj b256 256x196x32 rowbias bf16", &p, 2.0 * B * 256 * L * 32, 4.0 * B * (32 + 256) * L);
+    /* x_proj there: DBL_b (48, 196) = W (48, 256) . MX_b (256, 196) (y
+     * holds MX, h DBL) */
+    p.u.linear = (mvrt_linear_params_t){B, 48, L, 256, w1, 256, 0, 0, y, L, 256 * L, 0, h, L, 48 * L, NULL, 0,
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_BF16, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
+    bench("linear x_proj b256 48x196x256 bf16", &p, 2.0 * B * 48 * L * 256, 4.0 * B * (256 + 48) * L);
+
     /* attention, stage 3 of T: qkv (B, 196, 960), 8 heads of 40 */
     float *qkv = dalloc_rand(T * 3 * C), *ao = dalloc_rand(T * C);
     memset(&p, 0, sizeof p);
@@ -99,6 +115,14 @@ int main(int argc, char **argv)
     bench("attention b256 L196 h8 d40 bf16", &p, 4.0 * B * 8 * L * L * 40, 0);
     p.u.attention.qkv16 = p.u.attention.out16 = MVRT_STORAGE16_BF16;
     bench("attention b256 L196 h8 d40 bf16 16-bit io", &p, 4.0 * B * 8 * L * L * 40, 2.0 * (double)T * 4 * C);
+    /* MambaVision-B's stages 3 and 4: qkv (B, 196, 1536), 8 heads of 64;
+     * (B, 49, 3072), 16 heads of 64 (buffers of T's sizes hold them) */
+    p.u.attention.head_dim = 64;
+    p.u.attention.scale = 0.125f;
+    bench("attention b256 L196 h8 d64 bf16 16-bit io", &p, 4.0 * B * 8 * L * L * 64, 2.0 * (double)T * 4 * 512);
+    p.u.attention.length = 49;
+    p.u.attention.heads = 16;
+    bench("attention b256 L49 h16 d64 bf16 16-bit io", &p, 4.0 * B * 16 * 49 * 49 * 64, 2.0 * (double)B * 49 * 4 * 1024);
 
     /* layernorm (T, 320) */
     memset(&p, 0, sizeof p);

@@ -391,6 +391,50 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
     case_linear_storage_res(name, batch, M, N, K, ta, a16, y16, bias, act, math, pad, RES_NONE);
 }
 
+/* The mixer's dt_proj over windows: A (M, K) shared by the batch (16-bit
+ * values of type g_t16 when a16, as a 16-bit graph stores the weight),
+ * B_b (K, N) and Y_b (M, N) floats with padded rows and gapped batch
+ * strides, a per-row bias. More than 2^20 outputs with K <= 64 run
+ * gemm_smallk_batched_kernel, which computes in fp32 whatever the math:
+ * the fp32 tolerance (2e-6 sqrt(K) + 1e-6, rtol 1e-5) must hold in the
+ * 16-bit passes too, which a 16-bit GEMM would miss (its products round
+ * B to 8 or 11 bits), so this also checks that the kernel was chosen. */
+static void case_linear_smallkb(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int a16, int math,
+                                int64_t pad, int act)
+{
+    if (!selected(name)) return;
+    const int64_t lda = K + pad, ldb = N + pad, ldy = N + pad, sb = K * ldb + 3, sy = M * ldy + (pad ? 5 : 0);
+    buf_t A = buf_rand(M * lda, -1.0, 1.0), B = buf_rand(batch * sb, -1.0, 1.0), bias = buf_rand(M, -1.0, 1.0);
+    if (a16) {
+        for (int64_t i = 0; i < A.n; i++) A.h[i] = from16(to16(A.h[i]));
+        buf_upload(&A);
+    }
+    buf16_t A16 = {0, 0, 0};
+    if (a16) A16 = buf16_new(A.n, A.h);
+    buf_t Y = buf_out(batch * sy);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &ph.u.linear;
+    l->batch = batch; l->M = M; l->N = N; l->K = K;
+    l->A = A.h; l->lda = lda; l->batch_stride_a = 0;
+    l->B = B.h; l->ldb = ldb; l->batch_stride_b = sb;
+    l->Y = Y.h; l->ldy = ldy; l->batch_stride_y = sy;
+    l->bias = bias.h; l->bias_per_row = 1;
+    l->activation = act; l->math = m16(math);
+    pd = ph;
+    pd.u.linear.A = a16 ? (const float *)A16.d : (const float *)A.d;
+    pd.u.linear.a16 = a16 ? g_t16 : 0;
+    pd.u.linear.B = B.d; pd.u.linear.Y = Y.d; pd.u.linear.bias = bias.d;
+    double *ref = ref_new(Y.n);
+    mvrt_ref_op_run(&ph, ref);
+    run_dev(&pd);
+    check(name, &Y, ref, 0, 2e-6 * sqrt((double)K) + 1e-6, 1e-5);
+    free(ref);
+    buf_free(&A); buf_free(&B); buf_free(&Y); buf_free(&bias);
+    if (a16) buf16_free(&A16);
+}
+
 /* ------------------------------------------- linear with a folded LayerNorm */
 /* An op form the device declined (op_scratch_size said UNSUPPORTED):
  * op_run must decline it too and leave `out` (whose host copy holds what
@@ -1674,6 +1718,15 @@ static void run_linear_storage_cases(void)
     case_linear_storage_res("linear_res16_fp32_math", 2, 65, 40, 72, 0, 1, 1, 1, NONE, FP32, 2, RES_INPLACE);
     case_linear_storage_res("linear_res16_fp32_math_sep", 2, 65, 40, 72, 0, 1, 1, 1, NONE, FP32, 2, RES_SEPARATE);
     case_linear_storage_res("linear_res16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, BF16, 0, RES_INPLACE);
+    /* dt_proj over windows (gemm_smallk_batched_kernel): MambaVision-B's
+     * stage 3 (K 32, 196 columns: float4 stores) with a 16-bit weight,
+     * T's stage 4 (49 columns: scalar stores) in fp32, a padded odd form
+     * with K 64 (one pass of row groups fits 48 KB) and GELU, K 1 with
+     * the widest N (256) */
+    case_linear_smallkb("linear_smallkb_dtproj_B_s3_a16", 24, 256, 196, 32, 1, BF16, 0, NONE);
+    case_linear_smallkb("linear_smallkb_dtproj_T_s4_fp32", 80, 320, 49, 40, 0, FP32, 0, NONE);
+    case_linear_smallkb("linear_smallkb_pad_K64_gelu_fast", 30, 301, 130, 64, 0, FAST, 3, GELU);
+    case_linear_smallkb("linear_smallkb_K1_N256_a16", 20, 250, 256, 1, 1, BF16, 0, SILU);
 }
 
 static void run_gemm_cases(void)
