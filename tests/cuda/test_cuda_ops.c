@@ -170,6 +170,11 @@ static int selected(const char *name) { return !filter || strstr(name, filter) !
 static int g_t16 = MVRT_STORAGE16_BF16;
 static uint16_t to16(float f) { return g_t16 == MVRT_STORAGE16_F16 ? tu_f32_to_f16(f) : tu_f32_to_bf16(f); }
 static float from16(uint16_t h) { return g_t16 == MVRT_STORAGE16_F16 ? tu_f16_to_f32(h) : tu_bf16_to_f32(h); }
+/* floats rounded to 16-bit values (g_t16) in place (what a 16-bit map holds exactly) */
+static void round16(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = from16(to16(x[i]));
+}
 static int m16(int math) { return math == MVRT_MATH_BF16 && g_t16 == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : math; }
 /* one rounding to 16 bits: half an ulp, 2^-8 (bf16) or 2^-11 (fp16)
  * relative just above a power of two, with 1/8 to spare */
@@ -239,7 +244,7 @@ static void case_layernorm_s16(const char *name, int64_t rows, int64_t cols, int
     buf_t x = buf_rand(rows * xld, -2.0, 3.0), w = buf_rand(cols, 0.5, 1.5), bb = buf_rand(cols, -0.5, 0.5);
     buf16_t x16b = {0, 0, 0};
     if (x16) {
-        for (int64_t i = 0; i < x.n; i++) x.h[i] = from16(to16(x.h[i]));
+        round16(x.h, x.n);
         x16b = buf16_new(x.n, x.h);
     }
     buf16_t y = {0, 0, 0};
@@ -308,10 +313,10 @@ static void case_linear_storage_res(const char *name, int64_t batch, int64_t M, 
     const int64_t ldb = K + pad, sb = 0; /* a shared PyTorch weight (N, K) */
     const int64_t ldy = N + pad, sy = M * ldy + 6;
     buf_t A = buf_rand(batch * sa, -1.0, 1.0), B = buf_rand(N * ldb, -1.0, 1.0);
-    for (int64_t i = 0; i < A.n; i++) A.h[i] = from16(to16(A.h[i]));
+    round16(A.h, A.n);
     buf_upload(&A);
     if (b16) { /* the reference multiplies the weight as stored */
-        for (int64_t i = 0; i < B.n; i++) B.h[i] = from16(to16(B.h[i]));
+        round16(B.h, B.n);
         buf_upload(&B);
     }
     buf_t bv = {0, 0, 0};
@@ -326,7 +331,7 @@ static void case_linear_storage_res(const char *name, int64_t batch, int64_t M, 
     buf16_t R16 = {0, 0, 0};
     if (res) { /* 16-bit numbers in [-4, 4]: in Y itself, or in R */
         R = buf_rand(batch * sy, -4.0, 4.0);
-        for (int64_t i = 0; i < R.n; i++) R.h[i] = from16(to16(R.h[i]));
+        round16(R.h, R.n);
         if (res == RES_INPLACE) memcpy(yh, R.h, sizeof(float) * (size_t)R.n);
         else R16 = buf16_new(R.n, R.h);
     }
@@ -405,12 +410,11 @@ static void case_linear_smallkb(const char *name, int64_t batch, int64_t M, int6
     if (!selected(name)) return;
     const int64_t lda = K + pad, ldb = N + pad, ldy = N + pad, sb = K * ldb + 3, sy = M * ldy + (pad ? 5 : 0);
     buf_t A = buf_rand(M * lda, -1.0, 1.0), B = buf_rand(batch * sb, -1.0, 1.0), bias = buf_rand(M, -1.0, 1.0);
-    if (a16) {
-        for (int64_t i = 0; i < A.n; i++) A.h[i] = from16(to16(A.h[i]));
-        buf_upload(&A);
-    }
     buf16_t A16 = {0, 0, 0};
-    if (a16) A16 = buf16_new(A.n, A.h);
+    if (a16) { /* the reference multiplies the weight as stored */
+        round16(A.h, A.n);
+        A16 = buf16_new(A.n, A.h);
+    }
     buf_t Y = buf_out(batch * sy);
     mvrt_op_params_t ph, pd;
     memset(&ph, 0, sizeof ph);
@@ -962,11 +966,6 @@ static void pad_channels_d(const double *src, double *dst, int64_t n, int64_t C,
 {
     for (int64_t i = 0; i < n; i++)
         for (int64_t c = 0; c < Cs; c++) dst[i * Cs + c] = c < C ? src[i * C + c] : 0.0;
-}
-/* floats rounded to 16-bit values (g_t16) in place (what a 16-bit map holds exactly) */
-static void round16(float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) x[i] = from16(to16(x[i]));
 }
 
 /* Whether the device takes op (asked as the graph runner does); on a
