@@ -572,71 +572,124 @@ static void emit_mlp(builder_t *b, const char *p, int64_t M, int64_t C, float *X
     op_dense(b, M, C, hidden, H, X, p, "mlp.fc2", 1, MVRT_ACT_NONE, X, s16 ? DENSE_A16 : 0);
 }
 
-/* The mixer's token-local middle, xz -> u (MX), z (YZ rows [h, C)), dbl,
- * dt: one MVRT_OP_MIXER_PROJ where the backend takes it for these sizes
- * (the CUDA backend for few tokens: ops/mv/mixer_proj_gpu.cuh;
- * plan and emit ask the same), else the three ops it fuses. Returns 1
- * when the op was taken: DT then holds the scan's step already (the
- * second bias and softplus applied: dt_softplus). */
-static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, float *MX,
-                           float *DBL, float *DT, float *YZ)
+/* The fused form of the mixer's token-local middle (below), its params
+ * in *op; 1 when the backend takes it for these sizes. */
+static int mixer_proj_fused(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ,
+                            float *MX, float *DBL, float *DT, float *YZ, mvrt_op_params_t *op)
 {
     const mvrt_model_config_t *cfg = &b->g->model->config;
-    const int64_t h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
-    mvrt_op_params_t op;
-    memset(&op, 0, sizeof op);
-    op.kind = MVRT_OP_MIXER_PROJ;
-    mvrt_mixer_proj_params_t *mp = &op.u.mixer_proj;
-    mp->batch = Bw, mp->length = L, mp->channels = C, mp->dstate = N, mp->dt_rank = R, mp->width = cfg->d_conv;
+    memset(op, 0, sizeof *op);
+    op->kind = MVRT_OP_MIXER_PROJ;
+    mvrt_mixer_proj_params_t *mp = &op->u.mixer_proj;
+    mp->batch = Bw, mp->length = L, mp->channels = C, mp->dstate = cfg->d_state, mp->dt_rank = mv_dt_rank((int)C);
+    mp->width = cfg->d_conv;
     mp->xz = XZ, mp->u = MX, mp->yz = YZ, mp->dbl = DBL, mp->dt = DT;
     mp->conv_x_w = weight(b, p, "mixer.conv1d_x.weight"), mp->conv_z_w = weight(b, p, "mixer.conv1d_z.weight");
     mp->x_proj_w = weight(b, p, "mixer.x_proj.weight");
     mp->dt_proj_w = weight(b, p, "mixer.dt_proj.weight"), mp->dt_bias = weight(b, p, "mixer.dt_proj.bias");
     mp->dt_softplus = 1;
-    if (backend_takes(b->g->backend, &op)) {
-        add_op(b, &op);
-        return 1;
-    }
-    const mvrt_mixer_proj_params_t w = *mp; /* its weights, for the three ops */
+    return backend_takes(b->g->backend, op);
+}
 
-    /* silu(conv1d) of both halves in one op, token-major in, channel-major
-     * out: x to MX (the scan's u), z straight into the lower half of YZ. */
-    memset(&op, 0, sizeof op);
-    op.kind = MVRT_OP_DWCONV1D_SILU;
-    mvrt_dwconv1d_params_t *q = &op.u.dwconv1d;
-    q->batch = Bw, q->channels = C, q->length = L, q->width = cfg->d_conv;
+/* silu(conv1d) of both halves of XZ in one op, token-major in,
+ * channel-major out: x to MX (the scan's u), z straight into the lower
+ * half of YZ; xz16: XZ is 16-bit; MX16 (or NULL): a 16-bit copy of MX. */
+static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, int xz16,
+                          float *MX, float *MX16, float *YZ, mvrt_op_params_t *op)
+{
+    const int64_t h = C / 2;
+    memset(op, 0, sizeof *op);
+    op->kind = MVRT_OP_DWCONV1D_SILU;
+    mvrt_dwconv1d_params_t *q = &op->u.dwconv1d;
+    q->batch = Bw, q->channels = C, q->length = L, q->width = b->g->model->config.d_conv;
     q->x = XZ;
     q->x_stride[0] = L * C, q->x_stride[1] = 1, q->x_stride[2] = C;
+    q->x16 = xz16 ? store16(b) : 0;
     q->y = MX;
     q->y_stride[0] = h * L, q->y_stride[1] = L, q->y_stride[2] = 1;
-    q->weight = w.conv_x_w;
+    q->weight = weight(b, p, "mixer.conv1d_x.weight");
     q->split = h;
     q->y2 = YZ + h * L;
     q->y2_stride[0] = C * L, q->y2_stride[1] = L, q->y2_stride[2] = 1;
-    q->weight2 = w.conv_z_w;
-    add_op(b, &op);
+    q->weight2 = weight(b, p, "mixer.conv1d_z.weight");
+    q->y_copy = MX16;
+    q->y_copy16 = MX16 ? store16(b) : 0;
+}
 
-    /* x_proj per sequence: DBL_b (E, L) = W (E, h) . MX_b (h, L) */
-    memset(&op, 0, sizeof op);
-    op.kind = MVRT_OP_LINEAR;
-    mvrt_linear_params_t *l = &op.u.linear;
+/* x_proj per sequence: DBL_b (E, L) = W (E, h) . U_b (h, L), U = MX, or its
+ * 16-bit copy MX16 (then read as stored by the 16-bit GEMM). probe: the
+ * op only asks (its weight's 16-bit copy is not recorded). */
+static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *MX,
+                            const float *MX16, float *DBL, int probe, mvrt_op_params_t *op)
+{
+    const int64_t h = C / 2, E = mv_dt_rank((int)C) + 2 * b->g->model->config.d_state;
+    memset(op, 0, sizeof *op);
+    op->kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &op->u.linear;
     l->batch = Bw, l->M = E, l->N = L, l->K = h;
-    l->A = w.x_proj_w, l->lda = h, l->batch_stride_a = 0;
-    l->a16 = use_weight16(b, &l->A, E * h);
-    l->B = MX, l->ldb = L, l->batch_stride_b = h * L;
+    l->A = weight(b, p, "mixer.x_proj.weight"), l->lda = h, l->batch_stride_a = 0;
+    l->a16 = probe ? (b->weights16 ? b->store16 : 0) : use_weight16(b, &l->A, E * h);
+    l->B = MX16 ? MX16 : MX, l->ldb = L, l->batch_stride_b = h * L;
+    l->b16 = MX16 ? store16(b) : 0;
     l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
     l->math = b->g->opt.math;
+}
+
+/* The mixer's 16-bit activations in a 16-bit graph, where the backend
+ * takes their forms at these sizes (plan and emit ask the same; the
+ * fused form keeps floats): *xz16, in_proj writes XZ in 16 bits for the
+ * conv1d to read (half the bytes both ways); *u16, the conv1d also writes
+ * a 16-bit copy of u that x_proj's 16-bit GEMM reads as stored (instead of
+ * rounding a copy of the float u on every run); the scan keeps the float
+ * u. Addresses in the probes are stand-ins: takes reads shapes only. */
+static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, int *xz16, int *u16)
+{
+    *xz16 = *u16 = 0;
+    if (!store16(b))
+        return;
+    float *any = (float *)(uintptr_t)VB_FAKE_BASE;
+    mvrt_op_params_t op;
+    if (mixer_proj_fused(b, p, Bw, L, C, any, any, any, any, any, &op))
+        return;
+    mixer_conv_op(b, p, Bw, L, C, any, 1, any, NULL, any, &op);
+    *xz16 = backend_takes(b->g->backend, &op);
+    mixer_conv_op(b, p, Bw, L, C, any, *xz16, any, any, any, &op);
+    mvrt_op_params_t xp;
+    mixer_x_proj_op(b, p, Bw, L, C, any, any, any, 1, &xp);
+    *u16 = backend_takes(b->g->backend, &op) && backend_takes(b->g->backend, &xp);
+}
+
+/* The mixer's token-local middle, xz -> u (MX), z (YZ rows [h, C)), dbl,
+ * dt: one MVRT_OP_MIXER_PROJ where the backend takes it for these sizes
+ * (the CUDA backend for few tokens: ops/mv/mixer_proj_gpu.cuh;
+ * plan and emit ask the same), else the three ops it fuses (the conv1d
+ * and x_proj with the 16-bit forms of mixer_storage16). Returns 1
+ * when the op was taken: DT then holds the scan's step already (the
+ * second bias and softplus applied: dt_softplus). */
+static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, int xz16,
+                           float *MX, float *MX16, float *DBL, float *DT, float *YZ)
+{
+    const int64_t h = C / 2, R = mv_dt_rank((int)C), E = R + 2 * b->g->model->config.d_state;
+    mvrt_op_params_t op;
+    if (!xz16 && !MX16 && mixer_proj_fused(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ, &op)) {
+        add_op(b, &op);
+        return 1;
+    }
+    mixer_conv_op(b, p, Bw, L, C, XZ, xz16, MX, MX16, YZ, &op);
+    add_op(b, &op);
+    mixer_x_proj_op(b, p, Bw, L, C, MX, MX16, DBL, 0, &op);
     add_op(b, &op);
 
     /* dt_proj per sequence: DT_b (h, L) = W (h, R) . DBL_b[0:R] + bias (per row) */
     memset(&op, 0, sizeof op);
     op.kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &op.u.linear;
     l->batch = Bw, l->M = h, l->N = L, l->K = R;
-    l->A = w.dt_proj_w, l->lda = R, l->batch_stride_a = 0;
+    l->A = weight(b, p, "mixer.dt_proj.weight"), l->lda = R, l->batch_stride_a = 0;
     l->a16 = use_weight16(b, &l->A, h * R);
     l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
     l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
-    l->bias = w.dt_bias, l->bias_per_row = 1;
+    l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
     l->math = b->g->opt.math;
     add_op(b, &op);
     return 0;
@@ -651,17 +704,21 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     const mvrt_model_config_t *cfg = &b->g->model->config;
     int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
     const int s16 = store16(b);
+    int xz16, u16;
+    mixer_storage16(b, p, Bw, L, C, &xz16, &u16);
     float *T = buf(b, M * C, s16); /* norm1's output (unless folded) */
-    float *XZ = buf(b, M * C, 0);
+    float *XZ = buf(b, M * C, xz16);
     float *MX = buf(b, Bw * h * L, 0);
+    float *MX16 = u16 ? buf(b, Bw * h * L, 1) : NULL;
     float *DBL = buf(b, Bw * E * L, 0);
     float *DT = buf(b, Bw * h * L, 0);
     float *YZ = buf(b, Bw * C * L, 0);
     mvrt_op_params_t op;
 
-    op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE, s16 ? DENSE_A16 : 0);
+    op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE,
+                  s16 ? DENSE_A16 | (xz16 ? DENSE_Y16 : 0) : 0);
 
-    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ);
+    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, C, XZ, xz16, MX, MX16, DBL, DT, YZ);
 
     /* The scan (the bias goes in a second time as delta_bias: spec step 5;
      * the fused projections applied it and the softplus already). */

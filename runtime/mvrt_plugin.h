@@ -33,9 +33,11 @@ extern "C" {
  * y_map_channels), which an older plugin would ignore and read a padded
  * map as a dense one. 9: a 16-bit residual stream (layernorm x16; a
  * linear's y16 with beta 1 reads a 16-bit residual), which an older
- * plugin would read as floats. The entry symbol keeps its name; the
- * runtime passes its ABI version and checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 9u
+ * plugin would read as floats. 10: the conv1d's 16-bit input (x16) and
+ * 16-bit copy of its output (y_copy, y_copy16), which an older plugin
+ * would read as floats and never write. The entry symbol keeps its
+ * name; the runtime passes its ABI version and checks the vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 10u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

@@ -400,7 +400,7 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
  * LayerNorm and 16-bit weights (linear b16) are GPU-only forms: the CPU
  * runs the ops they fuse. The 16-bit storage forms, bf16 and fp16
  * (layernorm y16, linear a16 / y16, the NHWC 16-bit maps of conv2d,
- * window and pool) run here too, in fp32 math through scratch
+ * window and pool, dwconv1d x16 / y_copy16) run here too, in fp32 math through scratch
  * (ops/common/mv_cpu.h), so that a 16-bit graph stores the same
  * activations in 16 bits on every backend. */
 static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)

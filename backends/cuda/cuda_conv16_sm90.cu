@@ -29,7 +29,8 @@ using namespace cute;
 /* One fprop kernel: E (bf16 or half) activations, filter and output,
  * fp32 accumulation, Act after the bias, the residual as the epilogue's
  * source C (beta 1). */
-template <class E, template <class> class Act, class Tile>
+/* Stages: 0, as many as the shared memory holds; else that many. */
+template <class E, template <class> class Act, class Tile, int Stages = 0>
 struct conv16 {
     static constexpr int kAlign = 128 / cutlass::sizeof_bits<E>::value;
     using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, E, float, float, E, float>;
@@ -40,7 +41,10 @@ struct conv16 {
     using Mainloop = typename cutlass::conv::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::conv::Operator::kFprop, E,
         cutlass::layout::TensorNHWC, kAlign, E, cutlass::layout::TensorNHWC, kAlign, float, Tile, Shape<_1, _1, _1>,
-        cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+        cute::conditional_t<Stages == 0,
+                            cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(
+                                sizeof(typename Epilogue::SharedStorage))>,
+                            cutlass::conv::collective::StageCount<Stages>>,
         cutlass::conv::collective::KernelScheduleAuto>::CollectiveOp;
     using Problem = cutlass::conv::ConvProblemShape<Mainloop::DispatchPolicy::ConvOp,
                                                     Mainloop::DispatchPolicy::NumSpatialDimensions>;
@@ -120,19 +124,29 @@ namespace th = cutlass::epilogue::thread;
  *   L 196->196 56x56 (x12)       17.3 (session 35)        15.04       15.27       13.75
  *   L 392->392 28x28 (x12)                                11.69       13.01       12.12       (whole model 3% slower)
  *
+ * K = 128 exactly (MambaVision-B's 56 x 56 stage): 64x128x64 with 4
+ * stages (about 100 KB of shared memory, so two CTAs can share an SM and
+ * one's epilogue overlap the other's main loop: CUTLASS's sm90 conv
+ * kernels are not persistent). B bf16, batch 256, H200, one call, ms for the twelve
+ * 56 x 56 convs (the 28 x 28 256-channel ones in brackets):
+ *   128x128x64 auto stages 3.29 (2.61); 128x128x64, 4 stages 3.32 (2.65);
+ *   64x128x64, 4 stages 3.16 (2.83); 64x128x64, 3 stages 3.34 (3.07);
+ *   128x128x64 with 2x1 clusters 3.46 (2.75)
+ * so the 64-row tile serves K = 128 only.
  * Any other K declines and the Sm80 kernels run it: 80 channels (faster
  * there), S's 96 and L's 392 (above). MambaVision-T at batch 256 in bf16:
  * 22 913 -> 23 903 img/s, B 9 629 -> 10 547 (H200); L 4 027 -> 4 130 with
  * the 128x224 tile. */
 using Tile128 = Shape<_128, _128, Shape<_64>>;
+using Tile64 = Shape<_64, _128, Shape<_64>>;
 using Tile160 = Shape<_128, _160, Shape<_32>>;
 using Tile192 = Shape<_128, _192, Shape<_32>>;
 using Tile224 = Shape<_128, _224, Shape<_32>>;
 
-template <class E, class Tile> struct acts {
-    using relu = conv16<E, th::ReLu, Tile>;
-    using gelu_tanh = conv16<E, th::GELU_taylor, Tile>;
-    using identity = conv16<E, th::Identity, Tile>;
+template <class E, class Tile, int Stages = 0> struct acts {
+    using relu = conv16<E, th::ReLu, Tile, Stages>;
+    using gelu_tanh = conv16<E, th::GELU_taylor, Tile, Stages>;
+    using identity = conv16<E, th::Identity, Tile, Stages>;
     static bool loads() { return relu::loads() && gelu_tanh::loads() && identity::loads(); }
     static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const void *x, const void *w,
                    const float *bias, const void *r, void *y, char *msg, size_t msg_n)
@@ -146,8 +160,8 @@ template <class E, class Tile> struct acts {
 template <class E> struct kernels {
     static bool loads()
     {
-        return acts<E, Tile128>::loads() && acts<E, Tile160>::loads() && acts<E, Tile192>::loads() &&
-               acts<E, Tile224>::loads();
+        return acts<E, Tile128>::loads() && acts<E, Tile64, 4>::loads() && acts<E, Tile160>::loads() &&
+               acts<E, Tile192>::loads() && acts<E, Tile224>::loads();
     }
     static int run(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp, const void *x, const void *w,
                    const float *bias, const void *r, void *y, char *msg, size_t msg_n)
@@ -155,6 +169,7 @@ template <class E> struct kernels {
         if (p->out_channels == 160) return acts<E, Tile160>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         if (p->out_channels == 192) return acts<E, Tile192>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         if (p->out_channels == 200) return acts<E, Tile224>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
+        if (p->out_channels == 128) return acts<E, Tile64, 4>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         return acts<E, Tile128>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
     }
 };

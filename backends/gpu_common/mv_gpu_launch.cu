@@ -633,6 +633,8 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16) return linear_b16_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_ATTENTION && (p->u.attention.qkv16 || p->u.attention.out16))
         return attention_io16_takes(p->u.attention, ctx->mma16 != 0);
+    if (p->kind == MVRT_OP_DWCONV1D_SILU && (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16))
+        return dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count);
     if (p->kind == MVRT_OP_MLP) {
 #if defined(MVRT_GPU_CUDA)
         const mlp_plan pl = mlp_plan_ctx(p->u.mlp, ctx);
@@ -693,7 +695,16 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     switch (p->kind) {
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
-    case MVRT_OP_DWCONV1D_SILU: e = launch_dwconv1d(p->u.dwconv1d, ctx->sm_count, s); break;
+    case MVRT_OP_DWCONV1D_SILU:
+        if ((p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16) && !dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count)) {
+            snprintf(msg, msg_n, "dwconv1d: the 16-bit forms (x16, y_copy16) need the whole-row kernel's shapes: "
+                                 "channel-contiguous x, length-contiguous outputs, length <= %d, width <= %d, and at "
+                                 "least 2 blocks per multiprocessor",
+                     MVRT_DW_ROWS_LMAX, MVRT_DW_ROWS_WMAX);
+            return MVRT_GPU_OP_UNSUPPORTED;
+        }
+        e = launch_dwconv1d(p->u.dwconv1d, ctx->sm_count, s);
+        break;
     case MVRT_OP_ATTENTION:
         if ((p->u.attention.qkv16 || p->u.attention.out16) && !attention_io16_takes(p->u.attention, ctx->mma16 != 0)) {
             snprintf(msg, msg_n, "attention: 16-bit qkv / output need both fields set, bf16 / fp16 math, the 16-bit "

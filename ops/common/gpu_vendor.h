@@ -184,6 +184,12 @@ static __device__ __forceinline__ float mvrt_bf16_bits_to_f32(unsigned short h)
 }
 static __device__ __forceinline__ unsigned short mvrt_f32_to_bf16_bits(float f)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(MVRT_GPU_HIP)
+    /* one cvt (the same rounding; a NaN becomes the canonical one) */
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#endif
     unsigned u = __float_as_uint(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
     u += 0x7fffu + ((u >> 16) & 1u);

@@ -166,7 +166,15 @@ typedef struct mvrt_linear_params {
  * weights of row c - split of weight2. MambaVision's conv1d_x and conv1d_z
  * read the two halves of one token-major buffer and write to different
  * places (the scan's input, the second half of the out_proj input): one
- * op, one launch on GPUs. y2 never aliases x. */
+ * op, one launch on GPUs. y2 never aliases x.
+ * 16-bit storage (MVRT_STORAGE16_*, one type per op; strides stay in
+ * elements): x16, x is stored in 16 bits (a 16-bit graph's in_proj output);
+ * y_copy16, y_copy receives a second, 16-bit copy of the first part's
+ * output, rounded from the same fp32 values y gets, at y's strides (the
+ * operand of a 16-bit x_proj GEMM while the scan reads y). y_copy is NULL
+ * unless y_copy16 is set and aliases none of x, y, y2. Backends that
+ * cannot run a form decline it (op_scratch_size answers UNSUPPORTED): the
+ * GPUs take them on their whole-row kernel only (dwconv1d_gpu.cuh). */
 typedef struct mvrt_dwconv1d_params {
     int64_t batch, channels, length;
     int width;
@@ -176,6 +184,8 @@ typedef struct mvrt_dwconv1d_params {
     int64_t split;
     float *y2; int64_t y2_stride[3];
     const float *weight2;
+    int x16;
+    float *y_copy; int y_copy16;
 } mvrt_dwconv1d_params_t;
 
 /* Multi-head self-attention, not causal, no mask:
@@ -389,6 +399,11 @@ static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
     case MVRT_OP_WINDOW_PARTITION:
     case MVRT_OP_WINDOW_REVERSE: f[0] = p->u.window.map_nhwc16; break;
     case MVRT_OP_AFFINE_AVGPOOL: f[0] = p->u.pool.x_nhwc16; break;
+    case MVRT_OP_DWCONV1D_SILU:
+        if (!p->u.dwconv1d.y_copy != !p->u.dwconv1d.y_copy16)
+            return -1;
+        f[0] = p->u.dwconv1d.x16, f[1] = p->u.dwconv1d.y_copy16;
+        break;
     case MVRT_OP_ATTENTION:
         f[0] = p->u.attention.qkv16, f[1] = p->u.attention.out16, math = p->u.attention.math;
         break;

@@ -24,7 +24,9 @@
  *     outputs as 128-byte runs: MambaVision-B's stage-3 call (batch 256,
  *     C 512, L 196) 0.128 -> 0.096 ms against the tiled kernel, whose tail
  *     tile holds 4 of 64 positions and whose 16-byte stores land 784 bytes
- *     apart; a device copy of the same bytes takes 0.054 ms. H200)
+ *     apart; a device copy of the same bytes takes 0.054 ms. H200); the
+ *     16-bit forms (x16: a 16-bit in_proj output; y_copy16: a 16-bit copy
+ *     of u for x_proj's 16-bit GEMM) run here only, elsewhere declined
  *   width <= 32, anything else                      -> dwconv1d_tiled_kernel
  *     (16-position tiles where 64-position ones leave SMs idle: batch 1)
  *   width > 32                                      -> dwconv1d_direct_kernel */
@@ -156,8 +158,19 @@ __global__ void __launch_bounds__(256) dwconv1d_tiled_kernel(mvrt_dwconv1d_param
 /* short sequences (L + width - 1 <= 65: MambaVision's stage 4, L 49) take
  * 128 channels per block (0.086 -> 0.084 ms at B's stage 4, H200) */
 #define MVRT_DW_ROWS_SHORT 65
-/* TC channels per block, ROW (odd) >= L + width - 1 staged positions */
-template <int TC, int ROW>
+/* Element i of x: a float, or (T16 != 0 and x16) a 16-bit value widened. */
+template <int T16> static __device__ __forceinline__ float dw_x(const mvrt_dwconv1d_params_t &p, int64_t i)
+{
+    if constexpr (T16 != 0) {
+        if (p.x16) return mvrt_h16_to_f32<T16>(reinterpret_cast<const unsigned short *>(p.x)[i]);
+    }
+    return p.x[i];
+}
+
+/* TC channels per block, ROW (odd) >= L + width - 1 staged positions;
+ * T16: 0, or the 16-bit type of the op's x16 / y_copy16 forms (the only
+ * kernel that runs them: mv_op_params.h) */
+template <int TC, int ROW, int T16>
 __global__ void __launch_bounds__(256) dwconv1d_rows_kernel(mvrt_dwconv1d_params_t p)
 {
     static_assert(ROW % 2 == 1, "shared rows of odd length: distinct banks down a column");
@@ -173,17 +186,50 @@ __global__ void __launch_bounds__(256) dwconv1d_rows_kernel(mvrt_dwconv1d_params
         const int c = i / MVRT_DW_ROWS_WMAX, j = i % MVRT_DW_ROWS_WMAX;
         wts[c][j] = c0 + c < p.channels && j < W ? dw_weight(p, c0 + c)[j] : 0.f;
     }
+    /* a 16-bit x read two channels per 4-byte load where pairs are aligned */
+    bool pairs = false;
+    if constexpr (T16 != 0)
+        pairs = p.x16 && ((reinterpret_cast<uintptr_t>(p.x) & 3u) == 0) && (p.x_stride[0] % 2 == 0) &&
+                (p.x_stride[2] % 2 == 0) && (p.channels % 2 == 0);
     for (int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
-        const float *x = p.x + b * p.x_stride[0];
+        const int64_t xb = b * p.x_stride[0];
         const int total = TC * LH;
-        for (int idx0 = threadIdx.x; idx0 < total; idx0 += MVRT_DW_LOADS * blockDim.x) {
+        if constexpr (T16 != 0) {
+            if (pairs) {
+                const uint32_t *x2 = reinterpret_cast<const uint32_t *>(p.x);
+                const int total2 = total / 2; /* TC is even */
+                for (int idx0 = threadIdx.x; idx0 < total2; idx0 += MVRT_DW_LOADS * blockDim.x) {
+                    uint32_t v[MVRT_DW_LOADS];
+#pragma unroll
+                    for (int k = 0; k < MVRT_DW_LOADS; ++k) {
+                        const int idx = idx0 + k * (int)blockDim.x;
+                        const int c = 2 * (idx % (TC / 2)), l = idx / (TC / 2);
+                        const int64_t cg = c0 + c, lg = (int64_t)l - pad;
+                        v[k] = (idx < total2 && cg < p.channels && lg >= 0 && lg < L)
+                                   ? x2[(xb + cg + lg * p.x_stride[2]) / 2]
+                                   : 0u;
+                    }
+#pragma unroll
+                    for (int k = 0; k < MVRT_DW_LOADS; ++k) {
+                        const int idx = idx0 + k * (int)blockDim.x;
+                        const int c = 2 * (idx % (TC / 2)), l = idx / (TC / 2);
+                        if (idx < total2) {
+                            tile[c][l] = mvrt_h16_to_f32<T16>((unsigned short)(v[k] & 0xffffu));
+                            tile[c + 1][l] = mvrt_h16_to_f32<T16>((unsigned short)(v[k] >> 16));
+                        }
+                    }
+                }
+            }
+        }
+        for (int idx0 = pairs ? total : threadIdx.x; idx0 < total; idx0 += MVRT_DW_LOADS * blockDim.x) {
             float v[MVRT_DW_LOADS];
 #pragma unroll
             for (int k = 0; k < MVRT_DW_LOADS; ++k) {
                 const int idx = idx0 + k * (int)blockDim.x;
                 const int c = idx % TC, l = idx / TC;
                 const int64_t cg = c0 + c, lg = (int64_t)l - pad;
-                v[k] = (idx < total && cg < p.channels && lg >= 0 && lg < L) ? x[cg + lg * p.x_stride[2]] : 0.f;
+                v[k] = (idx < total && cg < p.channels && lg >= 0 && lg < L) ? dw_x<T16>(p, xb + cg + lg * p.x_stride[2])
+                                                                              : 0.f;
             }
 #pragma unroll
             for (int k = 0; k < MVRT_DW_LOADS; ++k) {
@@ -199,12 +245,21 @@ __global__ void __launch_bounds__(256) dwconv1d_rows_kernel(mvrt_dwconv1d_params
 #pragma unroll
             for (int j = 0; j < MVRT_DW_ROWS_WMAX; j++) w[j] = wts[c][j];
             float *out = dw_out(p, b, cg, 0);
+            unsigned short *copy = nullptr; /* the first part's 16-bit copy */
+            if constexpr (T16 != 0) {
+                if (p.y_copy16 && (p.split <= 0 || cg < p.split))
+                    copy = reinterpret_cast<unsigned short *>(p.y_copy) + b * p.y_stride[0] + cg * p.y_stride[1];
+            }
             for (int l = lane; l < L; l += 32) {
                 float acc = 0.f;
 #pragma unroll
                 for (int j = 0; j < MVRT_DW_ROWS_WMAX; j++)
                     if (j < W) acc = fmaf(w[j], tile[c][l + j], acc);
-                out[l] = silu_f(acc);
+                const float v = silu_f(acc);
+                out[l] = v;
+                if constexpr (T16 != 0) {
+                    if (copy) copy[l] = mvrt_f32_to_h16<T16>(v);
+                }
             }
         }
         __syncthreads(); /* the tile is reloaded for the next batch element */
@@ -230,7 +285,30 @@ __global__ void __launch_bounds__(256) dwconv1d_direct_kernel(mvrt_dwconv1d_para
     }
 }
 
-/* sm_count: the device's multiprocessors (picks the tile length). */
+/* The whole-row kernel runs the op (the table above): token-major x,
+ * length-contiguous y (and y2), L <= 256, width <= 8, at least 2 blocks
+ * per SM. The 16-bit forms (x16, y_copy16) run only there. */
+static inline bool dwconv1d_rows_form(const mvrt_dwconv1d_params_t &p, int sm_count)
+{
+    const bool layout = p.x_stride[1] == 1 && p.y_stride[2] == 1 && (p.split <= 0 || p.y2_stride[2] == 1) &&
+                        p.length <= MVRT_DW_ROWS_LMAX && p.width >= 1 && p.width <= MVRT_DW_ROWS_WMAX;
+    const bool short_rows = p.length + p.width - 1 <= MVRT_DW_ROWS_SHORT;
+    const int64_t rtiles = short_rows ? (p.channels + 127) / 128 : (p.channels + MVRT_DW_TC - 1) / MVRT_DW_TC;
+    return layout && p.batch > 0 && rtiles * p.batch >= 2 * (int64_t)sm_count && rtiles <= 0x7fffffff;
+}
+
+template <int T16> static inline void launch_dwconv1d_rows(const mvrt_dwconv1d_params_t &p, mvrt_gpu_stream_t s)
+{
+    const bool short_rows = p.length + p.width - 1 <= MVRT_DW_ROWS_SHORT;
+    const int64_t rtiles = short_rows ? (p.channels + 127) / 128 : (p.channels + MVRT_DW_TC - 1) / MVRT_DW_TC;
+    dim3 grid((unsigned)rtiles, (unsigned)(p.batch < 65535 ? p.batch : 65535));
+    if (short_rows) dwconv1d_rows_kernel<128, MVRT_DW_ROWS_SHORT, T16><<<grid, 256, 0, s>>>(p);
+    else dwconv1d_rows_kernel<MVRT_DW_TC, MVRT_DW_ROWS_LMAX + MVRT_DW_ROWS_WMAX - 1, T16><<<grid, 256, 0, s>>>(p);
+}
+
+/* sm_count: the device's multiprocessors (picks the tile length). The
+ * caller has checked that a 16-bit form (x16, y_copy16) is in the rows
+ * form (dwconv1d_rows_form). */
 static inline mvrt_gpu_error_t launch_dwconv1d(const mvrt_dwconv1d_params_t &p, int sm_count, mvrt_gpu_stream_t s)
 {
     if (p.batch <= 0 || p.channels <= 0 || p.length <= 0) return MVRT_GPU_SUCCESS;
@@ -238,14 +316,11 @@ static inline mvrt_gpu_error_t launch_dwconv1d(const mvrt_dwconv1d_params_t &p, 
     const int64_t ltiles = (p.length + MVRT_DW_TL - 1) / MVRT_DW_TL;
     const bool shorter = ltiles * ctiles * p.batch < sm_count;
     const int64_t stiles = (p.length + MVRT_DW_TL_SHORT - 1) / MVRT_DW_TL_SHORT;
-    const bool rows_form = p.x_stride[1] == 1 && p.y_stride[2] == 1 && (p.split <= 0 || p.y2_stride[2] == 1) &&
-                           p.length <= MVRT_DW_ROWS_LMAX && p.width >= 1 && p.width <= MVRT_DW_ROWS_WMAX;
-    const bool short_rows = p.length + p.width - 1 <= MVRT_DW_ROWS_SHORT;
-    const int64_t rtiles = short_rows ? (p.channels + 127) / 128 : ctiles;
-    if (rows_form && rtiles * p.batch >= 2 * (int64_t)sm_count && rtiles <= 0x7fffffff) {
-        dim3 grid((unsigned)rtiles, (unsigned)(p.batch < 65535 ? p.batch : 65535));
-        if (short_rows) dwconv1d_rows_kernel<128, MVRT_DW_ROWS_SHORT><<<grid, 256, 0, s>>>(p);
-        else dwconv1d_rows_kernel<MVRT_DW_TC, MVRT_DW_ROWS_LMAX + MVRT_DW_ROWS_WMAX - 1><<<grid, 256, 0, s>>>(p);
+    const int t16 = p.x16 ? p.x16 : p.y_copy16;
+    if (dwconv1d_rows_form(p, sm_count)) {
+        if (t16 == MVRT_STORAGE16_BF16) launch_dwconv1d_rows<MVRT_STORAGE16_BF16>(p, s);
+        else if (t16 == MVRT_STORAGE16_F16) launch_dwconv1d_rows<MVRT_STORAGE16_F16>(p, s);
+        else launch_dwconv1d_rows<0>(p, s);
     } else if (p.width >= 1 && p.width <= MVRT_DW_MAXW && ctiles <= 65535 && stiles <= 0x7fffffff) {
         dim3 grid((unsigned)(shorter ? stiles : ltiles), (unsigned)ctiles, (unsigned)(p.batch < 65535 ? p.batch : 65535));
         if (shorter) dwconv1d_tiled_kernel<MVRT_DW_TL_SHORT><<<grid, 256, 0, s>>>(p);

@@ -156,7 +156,62 @@ size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p)
         const size_t y = l->y16 ? round_up((size_t)(l->batch * l->M * l->N) * sizeof(float)) : 0;
         return linear_a32_bytes(l) + y;
     }
+    if (p->kind == MVRT_OP_DWCONV1D_SILU && p->u.dwconv1d.x16) /* x as dense floats */
+        return round_up((size_t)(p->u.dwconv1d.batch * p->u.dwconv1d.channels * p->u.dwconv1d.length) * sizeof(float));
     return 0;
+}
+
+/* Element (b, c, l) of a strided (batch, channels, length) tensor. */
+static int64_t dw_index(const int64_t st[3], int64_t b, int64_t c, int64_t l)
+{
+    return b * st[0] + c * st[1] + l * st[2];
+}
+
+/* conv1d + SiLU with a 16-bit x (widened exactly into dense floats in
+ * scratch, the layout following x's: channels fastest when they are
+ * contiguous) and / or a 16-bit copy of the first part's output, rounded
+ * from the fp32 values written to y. */
+static void dwconv1d_storage16(const mvrt_dwconv1d_params_t *p, char *scratch, int threads)
+{
+    mvrt_dwconv1d_params_t q = *p;
+    const int64_t B = p->batch, C = p->channels, L = p->length;
+    q.x16 = 0, q.y_copy = NULL, q.y_copy16 = 0;
+    if (p->x16) {
+        float *x32 = (float *)(void *)scratch;
+        const uint16_t *x16 = (const uint16_t *)(const void *)p->x;
+        if (p->x_stride[1] == 1) { /* token-major rows of C channels */
+            widen_rows(p->x16, x16, p->x_stride[0], p->x_stride[2], x32, L * C, C, B, L, C, threads);
+            q.x_stride[0] = L * C, q.x_stride[1] = 1, q.x_stride[2] = C;
+        } else if (p->x_stride[2] == 1) { /* channel-major rows of L positions */
+            widen_rows(p->x16, x16, p->x_stride[0], p->x_stride[1], x32, C * L, L, B, C, L, threads);
+            q.x_stride[0] = C * L, q.x_stride[1] = L, q.x_stride[2] = 1;
+        } else {
+            /* any other strides: one value at a time */
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t l = 0; l < L; l++)
+                        widen_rows(p->x16, x16 + dw_index(p->x_stride, b, c, l), 0, 0, x32 + (b * C + c) * L + l, 0,
+                                   0, 1, 1, 1, 1);
+            q.x_stride[0] = C * L, q.x_stride[1] = L, q.x_stride[2] = 1;
+        }
+        q.x = x32;
+    }
+    mvrt_cpu_dwconv1d_silu(&q, threads);
+    if (!p->y_copy16)
+        return;
+    const int64_t C1 = p->split > 0 ? p->split : C;
+    uint16_t *copy = (uint16_t *)(void *)p->y_copy;
+    if (p->y_stride[2] == 1) {
+        narrow_rows(p->y_copy16, p->y, p->y_stride[0], p->y_stride[1], copy, p->y_stride[0], p->y_stride[1], B, C1, L,
+                    threads);
+    } else {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t c = 0; c < C1; c++)
+                for (int64_t l = 0; l < L; l++) {
+                    const int64_t i = dw_index(p->y_stride, b, c, l);
+                    narrow_rows(p->y_copy16, p->y + i, 0, 0, copy + i, 0, 0, 1, 1, 1, 1);
+                }
+    }
 }
 
 /* LayerNorm of a 16-bit x (widened exactly into scratch) and / or into
@@ -348,7 +403,12 @@ int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads)
         else
             mvrt_cpu_linear(&p->u.linear, threads);
         return 0;
-    case MVRT_OP_DWCONV1D_SILU: mvrt_cpu_dwconv1d_silu(&p->u.dwconv1d, threads); return 0;
+    case MVRT_OP_DWCONV1D_SILU:
+        if (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16)
+            dwconv1d_storage16(&p->u.dwconv1d, (char *)scratch, threads);
+        else
+            mvrt_cpu_dwconv1d_silu(&p->u.dwconv1d, threads);
+        return 0;
     case MVRT_OP_ATTENTION:
         if (p->u.attention.qkv16 || p->u.attention.out16)
             attention_storage16(&p->u.attention, (char *)scratch, threads);

@@ -98,6 +98,11 @@ int main(int argc, char **argv)
     p.u.linear = (mvrt_linear_params_t){B, 48, L, 256, w1, 256, 0, 0, y, L, 256 * L, 0, h, L, 48 * L, NULL, 0,
                                         MVRT_ACT_NONE, 0.f, MVRT_MATH_BF16, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
     bench("linear x_proj b256 48x196x256 bf16", &p, 2.0 * B * 48 * L * 256, 4.0 * B * (256 + 48) * L);
+    /* ... as the 16-bit graph runs it: MX's 16-bit copy read as stored (b16;
+     * y's bits read as bf16 values), the weight in 16 bits (a16) */
+    p.u.linear.b16 = p.u.linear.a16 = MVRT_STORAGE16_BF16;
+    p.u.linear.b_constant = 0;
+    bench("linear x_proj b256 48x196x256 bf16 16-bit u", &p, 2.0 * B * 48 * L * 256, B * (2.0 * 256 + 4.0 * 48) * L);
 
     /* attention, stage 3 of T: qkv (B, 196, 960), 8 heads of 40 */
     float *qkv = dalloc_rand(T * 3 * C), *ao = dalloc_rand(T * C);
@@ -179,6 +184,13 @@ int main(int argc, char **argv)
                                                     hb, yz + hb * Lb, {Cb * Lb, Lb, 1}, wz};
             snprintf(name, sizeof name, "dwconv1d+silu two-part b256 C%lld L%lld", (long long)Cb, (long long)Lb);
             bench(name, &p, 0, 2.0 * Mb * Cb * 4);
+            /* the 16-bit graph's form: 16-bit xz in, a 16-bit copy of u out
+             * (the buffers' bits read as bf16 values) */
+            p.u.dwconv1d.x16 = MVRT_STORAGE16_BF16;
+            p.u.dwconv1d.y_copy = res, p.u.dwconv1d.y_copy16 = MVRT_STORAGE16_BF16;
+            snprintf(name, sizeof name, "dwconv1d+silu two-part b256 C%lld L%lld x16 copy16", (long long)Cb,
+                     (long long)Lb);
+            bench(name, &p, 0, Mb * Cb * (2.0 + 4) + Mb * hb * 2.0);
             memset(&p, 0, sizeof p);
             p.kind = MVRT_OP_LINEAR;
             mvrt_linear_params_t *l = &p.u.linear;

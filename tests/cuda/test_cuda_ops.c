@@ -814,6 +814,92 @@ static void case_dwconv_split(const char *name, int64_t batch, int64_t C, int64_
     buf_free(&x); buf_free(&w); buf_free(&w2); buf_free(&y);
 }
 
+/* The 16-bit forms of the two-part conv1d (mv_op_params.h): x16, the
+ * token-major input stored in 16 bits (its values are 16-bit numbers, so
+ * the reference reads what the device reads), y and y2 against the double
+ * reference with the float tolerance; copy (y_copy16), a 16-bit copy of the
+ * first part at y's strides, whose bits must be the rounding of the
+ * device's own float y and which leaves the rest (the second part's place,
+ * the padding) unwritten. taken: 1 where the whole-row kernel runs the
+ * shape (>= 2 blocks per SM on cards of up to 256 SMs), 0 where it does
+ * not (then op_scratch_size and op_run must decline it, y untouched). */
+static void case_dwconv16(const char *name, int64_t batch, int64_t C, int64_t L, int width, int x16, int copy,
+                          int taken)
+{
+    if (!selected(name)) return;
+    const int64_t Ct = 2 * C, y2_off = batch * C * L + 5, y2_batch = C * L + 2;
+    buf_t x = buf_rand(batch * L * Ct, -2.0, 2.0), w = buf_rand(C * width, -1.0, 1.0);
+    buf_t w2 = buf_rand(C * width, -1.0, 1.0), y = buf_out(y2_off + batch * y2_batch);
+    round16(x.h, x.n); /* 16-bit numbers in both forms of x */
+    buf_upload(&x);
+    buf16_t xb = buf16_new(x.n, x.h), cb = buf16_new(y.n, NULL);
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_DWCONV1D_SILU;
+    mvrt_dwconv1d_params_t *d = &ph.u.dwconv1d;
+    d->batch = batch; d->channels = Ct; d->length = L; d->width = width;
+    d->x = x.h; d->x_stride[0] = L * Ct; d->x_stride[1] = 1; d->x_stride[2] = Ct;
+    d->y = y.h; d->y_stride[0] = C * L; d->y_stride[1] = L; d->y_stride[2] = 1;
+    d->weight = w.h;
+    d->split = C;
+    d->y2 = y.h + y2_off; d->y2_stride[0] = y2_batch; d->y2_stride[1] = L; d->y2_stride[2] = 1;
+    d->weight2 = w2.h;
+    pd = ph;
+    pd.u.dwconv1d.x = x16 ? (const float *)xb.d : (const float *)x.d;
+    pd.u.dwconv1d.x16 = x16 ? g_t16 : 0;
+    pd.u.dwconv1d.y = y.d; pd.u.dwconv1d.weight = w.d;
+    pd.u.dwconv1d.y2 = (float *)y.d + y2_off; pd.u.dwconv1d.weight2 = w2.d;
+    pd.u.dwconv1d.y_copy = copy ? (float *)cb.d : NULL;
+    pd.u.dwconv1d.y_copy16 = copy ? g_t16 : 0;
+    size_t bytes = 0;
+    const int took = vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK;
+    if (took != taken) {
+        ran++, fails++;
+        printf("FAIL %-7s %-44s %s, expected %s\n", gemm_mode, name, took ? "taken" : "declined",
+               taken ? "taken" : "declined");
+    } else if (!took) {
+        check_declined(name, &pd, &y);
+    } else {
+        double *ref = ref_new(y.n);
+        mvrt_ref_op_run(&ph, ref);
+        run_dev(&pd);
+        check(name, &y, ref, 0, 1e-5 * sqrt((double)width) + 1e-6, 1e-5);
+        if (copy) {
+            float *got = download(&y);
+            uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)cb.n);
+            if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+            TU_CHECK(vt->copy_d2h(dev, stream, bits, cb.d, sizeof(uint16_t) * (size_t)cb.n));
+            TU_CHECK(vt->stream_synchronize(dev, stream));
+            int64_t bad = 0, first = -1;
+            for (int64_t i = 0; i < cb.n; i++) { /* the first part: [0, batch C L) */
+                const uint16_t want = i < batch * C * L ? to16(got[i]) : cb.h[i];
+                if (bits[i] != want && first < 0) first = i;
+                bad += bits[i] != want;
+            }
+            ran++;
+            if (bad) fails++;
+            printf("%-4s %-7s %-44s 16-bit copy: %lld of %lld values wrong (first %lld)\n", bad ? "FAIL" : "ok",
+                   gemm_mode, name, (long long)bad, (long long)cb.n, (long long)first);
+            free(got); free(bits);
+        }
+        free(ref);
+    }
+    buf_free(&x); buf_free(&w); buf_free(&w2); buf_free(&y);
+    buf16_free(&xb); buf16_free(&cb);
+}
+
+/* the 16-bit forms (g_t16 of the pass): MambaVision-B's stage-3 and
+ * stage-4 shapes (32 and 128 channels per block), a channel tail and an
+ * even width, a single 16-bit field each; batch 1 is declined */
+static void run_dwconv16_cases(void)
+{
+    case_dwconv16("dwconv16_x16_copy_mv_256x196_b40", 40, 256, 196, 3, 1, 1, 1);
+    case_dwconv16("dwconv16_x16_copy_mv_512x49_b80", 80, 512, 49, 3, 1, 1, 1);
+    case_dwconv16("dwconv16_x16_c37_w4_b600", 600, 37, 50, 4, 1, 0, 1);
+    case_dwconv16("dwconv16_copy_c37_w4_b600", 600, 37, 50, 4, 0, 1, 1);
+    case_dwconv16("dwconv16_declined_b1", 1, 256, 196, 3, 1, 1, 0);
+}
+
 /* ---------------------------------------------------------------- attention */
 /* The attention op over host buffers qkv (batch, L, 3C) and out (batch, L, C). */
 static mvrt_op_params_t attention_op(int64_t batch, int64_t L, int heads, int hd, const float *qkv, float *out)
@@ -1264,7 +1350,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 39
+#define NHWC16_CONV_CASES 40
 #define NHWC16_SMALLK_CASES 9 /* the conv16_stem_* and conv16_stemtc_* cases from NCHW floats */
 static int run_nhwc16_cases(void)
 {
@@ -1320,10 +1406,11 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16_prepared("conv16_prep_Lp_64to196_s2", 2, 64, 20, 18, 196, 2, MVRT_ACT_RELU, 0, 0, 200);
     taken += case_conv2d_nhwc16_prepared("conv16_prep_Lp_196to392_s2", 2, 196, 15, 14, 392, 2, MVRT_ACT_NONE, 0, 200, 0);
     taken += case_conv2d_nhwc16_prepared("conv16_prep_p_12to20_res", 2, 12, 7, 9, 20, 1, MVRT_ACT_NONE, 1, 16, 24);
-    /* MambaVision-B's 128 / 256 channels (the sm_90a kernels' 128x128
-     * tiles; the 160-channel cases above take their 128x160 tile, the
-     * 80-channel ones the Sm80 kernels) */
+    /* MambaVision-B's 128 / 256 channels (the sm_90a kernels' 64x128 tile
+     * for K = 128, 128x128 for 256; the 160-channel cases above take their
+     * 128x160 tile, the 80-channel ones the Sm80 kernels) */
     taken += case_conv2d_nhwc16("conv16_B_20x18x128_res_b2", 2, 128, 20, 18, 128, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_B_13x15x128_gelut_b3", 3, 128, 13, 15, 128, 1, MVRT_ACT_GELU_TANH, 0, 1);
     taken += case_conv2d_nhwc16("conv16_B_128to256_s2_gelut", 3, 128, 15, 17, 256, 2, MVRT_ACT_GELU_TANH, 0, 1);
     /* MambaVision-S's 192 channels (the 128x192 tile): residual, and a
      * downsampler into them from 96 */
@@ -1900,6 +1987,7 @@ int main(int argc, char **argv)
     case_dwconv_split("dwconv_split_mv_320x49_b64", 64, 320, 49, 3);
     case_dwconv_split("dwconv_split_c37_w4_b3", 3, 37, 50, 4);
     case_dwconv_split("dwconv_split_w40_direct", 2, 9, 70, 40);
+    run_dwconv16_cases();
     /* the whole-row kernel (token-major in, length-contiguous out, L <= 256,
      * width <= 8, >= 2 blocks per SM on 132-SM cards; 32 channels per block,
      * 128 where L + width - 1 <= 65): a channel tail, an even width, the
@@ -1966,6 +2054,7 @@ int main(int argc, char **argv)
         g_t16 = MVRT_STORAGE16_F16;
         if (reopen_device("fp16") != 0) return 1;
         run_layernorm16_cases();
+        run_dwconv16_cases();
         run_attention16_cases();
         for (size_t i = 0; i < sizeof linear_cases / sizeof linear_cases[0]; i++) case_linear(&linear_cases[i]);
         for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) case_conv2d(&conv_cases[i]);

@@ -116,8 +116,9 @@ static int64_t numel_of(mvrt_graph_t *g, int output);
  * refuses the fp16 graph (never infinite weights); the CPU, which
  * multiplies fp32 weights, takes it, and a bf16 graph (range 3e38) takes
  * the model and gives finite outputs. fp16_finite: the CPU's fp16 outputs
- * must be finite too (an in_proj weight: yes; a conv's, whose output is
- * stored in fp16 and may pass 65504 itself: not asked). value_text: how
+ * must be finite too (out_proj's weight, whose output lands on the float
+ * residual before a LayerNorm: yes; a conv's, or in_proj's, whose outputs
+ * are stored in fp16 and may pass 65504 themselves: not asked). value_text: how
  * the refusal prints the weight (NULL: not checked; a conv's weight is
  * printed with its BatchNorm folded in, 1.12e6 here). */
 static void test_fp16_weight_range(mvrt_backend_t *be, const mvrt_safetensors_t *f, const mvrt_model_config_t *c,
@@ -228,7 +229,7 @@ static void test_load_errors(mvrt_backend_t *be)
     /* The wrong prefix: the first parameter is missing. */
     mvrt_model_t *m = NULL;
     CHECK_ERR(mvrt_model_load(be, &c, f, "nope.", &m), MVRT_ERR_NOT_FOUND, "nope.");
-    test_fp16_weight_range(be, f, &c, "mixer_block.weights.", "mixer_block.weights.mixer.in_proj.weight", 1,
+    test_fp16_weight_range(be, f, &c, "mixer_block.weights.", "mixer_block.weights.mixer.out_proj.weight", 1,
                            "1e+06", (mvrt_graph_options_t){2, 0, 0, 49, 0});
     mvrt_safetensors_close(f);
     /* a conv between two 16-bit maps (its filters prepared at graph creation) */

@@ -510,6 +510,63 @@ static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width)
     free(ref);
 }
 
+/* The 16-bit forms of the two-part conv1d (mv_op_params.h): x16, the
+ * token-major input stored in 16 bits (its values are 16-bit numbers, so
+ * the reference reads what the op reads), checked against the double
+ * reference with the float tolerance; copy (y_copy16), a 16-bit copy of
+ * the first part at y's strides: its bits must be the rounding of the op's
+ * own float y, and it must leave everything else (the second part's
+ * place, the padding) unwritten. */
+static void test_dwconv16_split(int64_t B, int64_t C, int64_t L, int width, int x16, int copy)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s %s%s B%lld C%lld+%lld L%lld w%d two parts", t16_name(), x16 ? "x16 " : "",
+             copy ? "copy16" : "", (long long)B, (long long)C, (long long)C, (long long)L, width);
+    const int64_t Ct = 2 * C, y2_off = B * C * L + 5, y2_batch = C * L + 2;
+    const size_t nx = (size_t)(B * L * Ct), ny = (size_t)(y2_off + B * y2_batch);
+    float *x = falloc(nx), *w = falloc((size_t)(C * width)), *w2 = falloc((size_t)(C * width)), *y = falloc(ny);
+    double *ref = dalloc(ny);
+    uint16_t *xb = u16alloc(nx), *cb = u16alloc(ny);
+    fill_uniform(x, nx, 0.0, 2.0);
+    for (size_t i = 0; i < nx; i++) {
+        xb[i] = to16(x[i]);
+        x[i] = from16(xb[i]);
+    }
+    fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
+    fill_uniform(w2, (size_t)(C * width), 0.5, 1.0);
+    fill_nan(y, ny);
+    to_double(ref, y, ny);
+    mvrt_op_params_t op = {.kind = MVRT_OP_DWCONV1D_SILU};
+    mvrt_dwconv1d_params_t *d = &op.u.dwconv1d;
+    d->batch = B, d->channels = Ct, d->length = L, d->width = width;
+    d->x = x, d->x_stride[0] = L * Ct, d->x_stride[1] = 1, d->x_stride[2] = Ct;
+    d->y = y, d->y_stride[0] = C * L, d->y_stride[1] = L, d->y_stride[2] = 1;
+    d->weight = w;
+    d->split = C;
+    d->y2 = y + y2_off, d->y2_stride[0] = y2_batch, d->y2_stride[1] = L, d->y2_stride[2] = 1;
+    d->weight2 = w2;
+    run_ref(&op, ref);
+    if (x16)
+        d->x = (const float *)(const void *)xb, d->x16 = g_t16;
+    if (copy)
+        d->y_copy = (float *)(void *)cb, d->y_copy16 = g_t16;
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(y, ny);
+        for (size_t i = 0; i < ny; i++)
+            cb[i] = S16_SENTINEL;
+        run_cpu(&op, t);
+        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
+        size_t bad = 0;
+        for (size_t i = 0; copy && i < ny; i++) /* the first part: [0, B C L) */
+            bad += cb[i] != (i < (size_t)(B * C * L) ? to16(y[i]) : S16_SENTINEL);
+        if (bad) {
+            printf("FAIL  dwconv1d %s (%d threads): %zu elements of the 16-bit copy wrong\n", name, t, bad);
+            g_failures++;
+        }
+    }
+    free(x), free(w), free(w2), free(y), free(ref), free(xb), free(cb);
+}
+
 /* ---------------- attention ---------------- */
 /* The output is a convex combination of value rows, so errors are measured
  * against max|v|: atol = max|v| * (AT_ATOL + AT_LOGIT_EPS * cond), where
@@ -944,6 +1001,9 @@ int main(void)
     for (int pass = 0; pass < 2; pass++) {
         g_t16 = pass ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
         test_layernorm_bf16(1, 1, 1, 1, 0.0, 1.0, 0);
+        test_dwconv16_split(2, 160, 196, 3, 1, 1);
+        test_dwconv16_split(3, 33, 49, 4, 1, 0);
+        test_dwconv16_split(2, 5, 7, 3, 0, 1);
         test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0, 0);
         test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0, 0);
         test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF, 0);
