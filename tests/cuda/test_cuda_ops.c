@@ -785,53 +785,28 @@ static void case_dwconv(const char *name, int64_t batch, int64_t C, int64_t L, i
 
 /* Both halves of a token-major (batch, L, 2C) buffer in one op (split = C,
  * MambaVision's conv1d_x / conv1d_z): y channel-major, y2 after it in the
- * same buffer with padded strides and its own weights. */
-static void case_dwconv_split(const char *name, int64_t batch, int64_t C, int64_t L, int width)
+ * same buffer with padded strides and its own weights; y and y2 against
+ * the double reference with the float tolerance. The 16-bit forms
+ * (mv_op_params.h): x16, the input stored in 16 bits (x's values are then
+ * 16-bit numbers in both forms, so the reference reads what the device
+ * reads); copy (y_copy16), a 16-bit copy of the first part at y's
+ * strides, whose bits must be the rounding of the device's own float y
+ * and which leaves the rest (the second part's place, the padding)
+ * unwritten. taken: 1 where the device runs the form (the float one
+ * always; the 16-bit ones on the whole-row kernel: >= 2 blocks per SM on
+ * cards of up to 256 SMs), 0 where it must decline it (op_scratch_size
+ * and op_run, y untouched). */
+static void case_dwconv_split(const char *name, int64_t batch, int64_t C, int64_t L, int width, int x16, int copy,
+                              int taken)
 {
     if (!selected(name)) return;
     const int64_t Ct = 2 * C, y2_off = batch * C * L + 5, y2_batch = C * L + 2;
     buf_t x = buf_rand(batch * L * Ct, -2.0, 2.0), w = buf_rand(C * width, -1.0, 1.0);
     buf_t w2 = buf_rand(C * width, -1.0, 1.0), y = buf_out(y2_off + batch * y2_batch);
-    mvrt_op_params_t ph, pd;
-    memset(&ph, 0, sizeof ph);
-    ph.kind = MVRT_OP_DWCONV1D_SILU;
-    mvrt_dwconv1d_params_t *d = &ph.u.dwconv1d;
-    d->batch = batch; d->channels = Ct; d->length = L; d->width = width;
-    d->x = x.h; d->x_stride[0] = L * Ct; d->x_stride[1] = 1; d->x_stride[2] = Ct;
-    d->y = y.h; d->y_stride[0] = C * L; d->y_stride[1] = L; d->y_stride[2] = 1;
-    d->weight = w.h;
-    d->split = C;
-    d->y2 = y.h + y2_off; d->y2_stride[0] = y2_batch; d->y2_stride[1] = L; d->y2_stride[2] = 1;
-    d->weight2 = w2.h;
-    pd = ph;
-    pd.u.dwconv1d.x = x.d; pd.u.dwconv1d.y = y.d; pd.u.dwconv1d.weight = w.d;
-    pd.u.dwconv1d.y2 = (float *)y.d + y2_off; pd.u.dwconv1d.weight2 = w2.d;
-    double *ref = ref_new(y.n);
-    mvrt_ref_op_run(&ph, ref);
-    run_dev(&pd);
-    check(name, &y, ref, 0, 1e-5 * sqrt((double)width) + 1e-6, 1e-5);
-    free(ref);
-    buf_free(&x); buf_free(&w); buf_free(&w2); buf_free(&y);
-}
-
-/* The 16-bit forms of the two-part conv1d (mv_op_params.h): x16, the
- * token-major input stored in 16 bits (its values are 16-bit numbers, so
- * the reference reads what the device reads), y and y2 against the double
- * reference with the float tolerance; copy (y_copy16), a 16-bit copy of the
- * first part at y's strides, whose bits must be the rounding of the
- * device's own float y and which leaves the rest (the second part's place,
- * the padding) unwritten. taken: 1 where the whole-row kernel runs the
- * shape (>= 2 blocks per SM on cards of up to 256 SMs), 0 where it does
- * not (then op_scratch_size and op_run must decline it, y untouched). */
-static void case_dwconv16(const char *name, int64_t batch, int64_t C, int64_t L, int width, int x16, int copy,
-                          int taken)
-{
-    if (!selected(name)) return;
-    const int64_t Ct = 2 * C, y2_off = batch * C * L + 5, y2_batch = C * L + 2;
-    buf_t x = buf_rand(batch * L * Ct, -2.0, 2.0), w = buf_rand(C * width, -1.0, 1.0);
-    buf_t w2 = buf_rand(C * width, -1.0, 1.0), y = buf_out(y2_off + batch * y2_batch);
-    round16(x.h, x.n); /* 16-bit numbers in both forms of x */
-    buf_upload(&x);
+    if (x16 || copy) {
+        round16(x.h, x.n); /* 16-bit numbers in both forms of x */
+        buf_upload(&x);
+    }
     buf16_t xb = buf16_new(x.n, x.h), cb = buf16_new(y.n, NULL);
     mvrt_op_params_t ph, pd;
     memset(&ph, 0, sizeof ph);
@@ -893,11 +868,11 @@ static void case_dwconv16(const char *name, int64_t batch, int64_t C, int64_t L,
  * even width, a single 16-bit field each; batch 1 is declined */
 static void run_dwconv16_cases(void)
 {
-    case_dwconv16("dwconv16_x16_copy_mv_256x196_b40", 40, 256, 196, 3, 1, 1, 1);
-    case_dwconv16("dwconv16_x16_copy_mv_512x49_b80", 80, 512, 49, 3, 1, 1, 1);
-    case_dwconv16("dwconv16_x16_c37_w4_b600", 600, 37, 50, 4, 1, 0, 1);
-    case_dwconv16("dwconv16_copy_c37_w4_b600", 600, 37, 50, 4, 0, 1, 1);
-    case_dwconv16("dwconv16_declined_b1", 1, 256, 196, 3, 1, 1, 0);
+    case_dwconv_split("dwconv16_x16_copy_mv_256x196_b40", 40, 256, 196, 3, 1, 1, 1);
+    case_dwconv_split("dwconv16_x16_copy_mv_512x49_b80", 80, 512, 49, 3, 1, 1, 1);
+    case_dwconv_split("dwconv16_x16_c37_w4_b600", 600, 37, 50, 4, 1, 0, 1);
+    case_dwconv_split("dwconv16_copy_c37_w4_b600", 600, 37, 50, 4, 0, 1, 1);
+    case_dwconv_split("dwconv16_declined_b1", 1, 256, 196, 3, 1, 1, 0);
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -1983,10 +1958,10 @@ int main(int argc, char **argv)
     case_dwconv("dwconv_short_w5_chmajor_b2", 2, 45, 37, 5, 1);
     /* two parts in one op (MambaVision's x and z halves): batch 1 (short
      * tiles), batch 64, a split inside a 32-channel tile, the direct kernel */
-    case_dwconv_split("dwconv_split_mv_160_b1", 1, 160, 196, 3);
-    case_dwconv_split("dwconv_split_mv_320x49_b64", 64, 320, 49, 3);
-    case_dwconv_split("dwconv_split_c37_w4_b3", 3, 37, 50, 4);
-    case_dwconv_split("dwconv_split_w40_direct", 2, 9, 70, 40);
+    case_dwconv_split("dwconv_split_mv_160_b1", 1, 160, 196, 3, 0, 0, 1);
+    case_dwconv_split("dwconv_split_mv_320x49_b64", 64, 320, 49, 3, 0, 0, 1);
+    case_dwconv_split("dwconv_split_c37_w4_b3", 3, 37, 50, 4, 0, 0, 1);
+    case_dwconv_split("dwconv_split_w40_direct", 2, 9, 70, 40, 0, 0, 1);
     run_dwconv16_cases();
     /* the whole-row kernel (token-major in, length-contiguous out, L <= 256,
      * width <= 8, >= 2 blocks per SM on 132-SM cards; 32 channels per block,
@@ -1997,10 +1972,10 @@ int main(int argc, char **argv)
     case_dwconv("dwconv_rows_c33_w8_L1_b600", 600, 33, 1, 8, 0);
     case_dwconv("dwconv_rows_c64_w3_L196_b256", 256, 64, 196, 3, 0);
     case_dwconv("dwconv_tiled_c40_w3_L257_b300", 300, 40, 257, 3, 0);
-    case_dwconv_split("dwconv_split_rows_c45_w3_b300", 300, 45, 50, 3);
+    case_dwconv_split("dwconv_split_rows_c45_w3_b300", 300, 45, 50, 3, 0, 0, 1);
     case_dwconv("dwconv_rows_short_c200_w3_L49_b140", 140, 200, 49, 3, 0);
     case_dwconv("dwconv_rows_short_c130_w5_L61_b300", 300, 130, 61, 5, 0);
-    case_dwconv_split("dwconv_split_rows_mv_b256", 256, 256, 196, 3);
+    case_dwconv_split("dwconv_split_rows_mv_b256", 256, 256, 196, 3, 0, 0, 1);
 
     run_attention16_cases();
 

@@ -477,58 +477,28 @@ static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
 /* Both halves of a (B, L, 2C) token-major buffer in one op (split = C, as
  * MambaVision's conv1d_x / conv1d_z): the first half channel-major into y,
  * the second into y2, which follows y in the same buffer with its own
- * padded strides and weights. */
-static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width)
-{
-    char name[128];
-    snprintf(name, sizeof name, "B%lld C%lld+%lld L%lld w%d two parts", (long long)B, (long long)C, (long long)C,
-             (long long)L, width);
-    const int64_t Ct = 2 * C, y2_off = B * C * L + 5, y2_batch = C * L + 2;
-    const size_t nx = (size_t)(B * L * Ct), ny = (size_t)(y2_off + B * y2_batch);
-    float *x = falloc(nx), *w = falloc((size_t)(C * width)), *w2 = falloc((size_t)(C * width)), *y = falloc(ny);
-    double *ref = dalloc(ny);
-    fill_uniform(x, nx, 0.0, 2.0);
-    fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
-    fill_uniform(w2, (size_t)(C * width), 0.5, 1.0);
-    fill_nan(y, ny);
-    to_double(ref, y, ny);
-    mvrt_op_params_t op = {.kind = MVRT_OP_DWCONV1D_SILU};
-    mvrt_dwconv1d_params_t *d = &op.u.dwconv1d;
-    d->batch = B, d->channels = Ct, d->length = L, d->width = width;
-    d->x = x, d->x_stride[0] = L * Ct, d->x_stride[1] = 1, d->x_stride[2] = Ct;
-    d->y = y, d->y_stride[0] = C * L, d->y_stride[1] = L, d->y_stride[2] = 1;
-    d->weight = w;
-    d->split = C;
-    d->y2 = y + y2_off, d->y2_stride[0] = y2_batch, d->y2_stride[1] = L, d->y2_stride[2] = 1;
-    d->weight2 = w2;
-    run_ref(&op, ref);
-    check_threads("dwconv1d", name, &op, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
-    free(x);
-    free(w);
-    free(w2);
-    free(y);
-    free(ref);
-}
-
-/* The 16-bit forms of the two-part conv1d (mv_op_params.h): x16, the
- * token-major input stored in 16 bits (its values are 16-bit numbers, so
- * the reference reads what the op reads), checked against the double
- * reference with the float tolerance; copy (y_copy16), a 16-bit copy of
- * the first part at y's strides: its bits must be the rounding of the op's
- * own float y, and it must leave everything else (the second part's
+ * padded strides and weights; both against the double reference with the
+ * float tolerance. The 16-bit forms (mv_op_params.h, g_t16's type): x16,
+ * the input stored in 16 bits (x's values are then 16-bit numbers, so the
+ * reference reads what the op reads); copy (y_copy16), a 16-bit copy of
+ * the first part at y's strides, whose bits must be the rounding of the
+ * op's own float y and which leaves everything else (the second part's
  * place, the padding) unwritten. */
-static void test_dwconv16_split(int64_t B, int64_t C, int64_t L, int width, int x16, int copy)
+static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width, int x16, int copy)
 {
     char name[128];
-    snprintf(name, sizeof name, "%s %s%s B%lld C%lld+%lld L%lld w%d two parts", t16_name(), x16 ? "x16 " : "",
-             copy ? "copy16" : "", (long long)B, (long long)C, (long long)C, (long long)L, width);
+    char form[32] = "";
+    if (x16 || copy)
+        snprintf(form, sizeof form, "%s%s%s ", t16_name(), x16 ? " x16" : "", copy ? " copy16" : "");
+    snprintf(name, sizeof name, "%sB%lld C%lld+%lld L%lld w%d two parts", form, (long long)B, (long long)C,
+             (long long)C, (long long)L, width);
     const int64_t Ct = 2 * C, y2_off = B * C * L + 5, y2_batch = C * L + 2;
     const size_t nx = (size_t)(B * L * Ct), ny = (size_t)(y2_off + B * y2_batch);
     float *x = falloc(nx), *w = falloc((size_t)(C * width)), *w2 = falloc((size_t)(C * width)), *y = falloc(ny);
     double *ref = dalloc(ny);
     uint16_t *xb = u16alloc(nx), *cb = u16alloc(ny);
     fill_uniform(x, nx, 0.0, 2.0);
-    for (size_t i = 0; i < nx; i++) {
+    for (size_t i = 0; (x16 || copy) && i < nx; i++) {
         xb[i] = to16(x[i]);
         x[i] = from16(xb[i]);
     }
@@ -1001,9 +971,9 @@ int main(void)
     for (int pass = 0; pass < 2; pass++) {
         g_t16 = pass ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
         test_layernorm_bf16(1, 1, 1, 1, 0.0, 1.0, 0);
-        test_dwconv16_split(2, 160, 196, 3, 1, 1);
-        test_dwconv16_split(3, 33, 49, 4, 1, 0);
-        test_dwconv16_split(2, 5, 7, 3, 0, 1);
+        test_dwconv_split(2, 160, 196, 3, 1, 1);
+        test_dwconv_split(3, 33, 49, 4, 1, 0);
+        test_dwconv_split(2, 5, 7, 3, 0, 1);
         test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0, 0);
         test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0, 0);
         test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF, 0);
@@ -1036,9 +1006,9 @@ int main(void)
     test_dwconv(1, 65, 300, 3, DW_TM_IN);
     test_dwconv(1, 65, 600, 4, DW_CM_PADDED);
     test_dwconv(2, 40, 517, 5, DW_TM_BOTH);
-    test_dwconv_split(2, 160, 196, 3);
-    test_dwconv_split(3, 33, 49, 4);
-    test_dwconv_split(1, 5, 1, 3);
+    test_dwconv_split(2, 160, 196, 3, 0, 0);
+    test_dwconv_split(3, 33, 49, 4, 0, 0);
+    test_dwconv_split(1, 5, 1, 3, 0, 0);
     test_dwconv(1, 3, 300, 128, DW_CM);
     test_dwconv(1, 3, 300, 129, DW_TM_IN);
     test_dwconv(2, 5, 40, 200, DW_CM_PADDED);
