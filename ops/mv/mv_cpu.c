@@ -186,12 +186,12 @@ static void dwconv1d_storage16(const mvrt_dwconv1d_params_t *p, char *scratch, i
             widen_rows(p->x16, x16, p->x_stride[0], p->x_stride[1], x32, C * L, L, B, C, L, threads);
             q.x_stride[0] = C * L, q.x_stride[1] = L, q.x_stride[2] = 1;
         } else {
-            /* any other strides: one value at a time */
+            /* any other strides: one value at a time (convert_seg directly,
+             * not convert_rows' per-call CPU probe and parallel region) */
             for (int64_t b = 0; b < B; b++)
                 for (int64_t c = 0; c < C; c++)
                     for (int64_t l = 0; l < L; l++)
-                        widen_rows(p->x16, x16 + dw_index(p->x_stride, b, c, l), 0, 0, x32 + (b * C + c) * L + l, 0,
-                                   0, 1, 1, 1, 1);
+                        convert_seg(p->x16, 0, 0, x16 + dw_index(p->x_stride, b, c, l), x32 + (b * C + c) * L + l, 1);
             q.x_stride[0] = C * L, q.x_stride[1] = L, q.x_stride[2] = 1;
         }
         q.x = x32;
@@ -209,7 +209,7 @@ static void dwconv1d_storage16(const mvrt_dwconv1d_params_t *p, char *scratch, i
             for (int64_t c = 0; c < C1; c++)
                 for (int64_t l = 0; l < L; l++) {
                     const int64_t i = dw_index(p->y_stride, b, c, l);
-                    narrow_rows(p->y_copy16, p->y + i, 0, 0, copy + i, 0, 0, 1, 1, 1, 1);
+                    convert_seg(p->y_copy16, 0, 1, p->y + i, copy + i, 1);
                 }
     }
 }

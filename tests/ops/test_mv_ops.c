@@ -537,6 +537,52 @@ static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width, int x1
     free(x), free(w), free(w2), free(y), free(ref), free(xb), free(cb);
 }
 
+/* The 16-bit forms with strides that are neither channel- nor length-
+ * contiguous (x: channel stride 2, position stride 2C; y token-major with
+ * a padded row): the CPU's one-value-at-a-time conversions. */
+static void test_dwconv16_strided(int64_t B, int64_t C, int64_t L, int width)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s x16 copy16 strided B%lld C%lld L%lld w%d", t16_name(), (long long)B,
+             (long long)C, (long long)L, width);
+    const int64_t xs[3] = {2 * C * L + 3, 2, 2 * C}, ys[3] = {L * (C + 1), 1, C + 1};
+    const size_t nx = (size_t)(B * xs[0]), ny = (size_t)(B * ys[0]);
+    float *x = falloc(nx), *w = falloc((size_t)(C * width)), *y = falloc(ny);
+    double *ref = dalloc(ny);
+    uint16_t *xb = u16alloc(nx), *cb = u16alloc(ny);
+    fill_uniform(x, nx, 0.0, 2.0);
+    for (size_t i = 0; i < nx; i++) {
+        xb[i] = to16(x[i]);
+        x[i] = from16(xb[i]);
+    }
+    fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
+    fill_nan(y, ny);
+    to_double(ref, y, ny);
+    mvrt_op_params_t op = {.kind = MVRT_OP_DWCONV1D_SILU};
+    mvrt_dwconv1d_params_t *d = &op.u.dwconv1d;
+    d->batch = B, d->channels = C, d->length = L, d->width = width, d->x = x, d->y = y, d->weight = w;
+    memcpy(d->x_stride, xs, sizeof xs);
+    memcpy(d->y_stride, ys, sizeof ys);
+    run_ref(&op, ref);
+    d->x = (const float *)(const void *)xb, d->x16 = g_t16;
+    d->y_copy = (float *)(void *)cb, d->y_copy16 = g_t16;
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(y, ny);
+        for (size_t i = 0; i < ny; i++)
+            cb[i] = S16_SENTINEL;
+        run_cpu(&op, t);
+        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
+        size_t bad = 0;
+        for (size_t i = 0; i < ny; i++) /* written where y is, nowhere else */
+            bad += cb[i] != (isnan(ref[i]) ? S16_SENTINEL : to16(y[i]));
+        if (bad) {
+            printf("FAIL  dwconv1d %s (%d threads): %zu elements of the 16-bit copy wrong\n", name, t, bad);
+            g_failures++;
+        }
+    }
+    free(x), free(w), free(y), free(ref), free(xb), free(cb);
+}
+
 /* ---------------- attention ---------------- */
 /* The output is a convex combination of value rows, so errors are measured
  * against max|v|: atol = max|v| * (AT_ATOL + AT_LOGIT_EPS * cond), where
@@ -974,6 +1020,7 @@ int main(void)
         test_dwconv_split(2, 160, 196, 3, 1, 1);
         test_dwconv_split(3, 33, 49, 4, 1, 0);
         test_dwconv_split(2, 5, 7, 3, 0, 1);
+        test_dwconv16_strided(2, 5, 7, 3);
         test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0, 0);
         test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0, 0);
         test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF, 0);
