@@ -693,7 +693,7 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
         return MVRT_GPU_OP_UNSUPPORTED;
     }
     switch (p->kind) {
-    case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, s); break;
+    case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, ctx->sm_count, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU:
         if ((p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16) && !dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count)) {

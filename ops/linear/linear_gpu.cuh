@@ -416,20 +416,24 @@ static inline mvrt_gpu_error_t launch_to16(int t16, const float *src, int64_t ro
  * matrices sstride apart -> dst (batch * cols, rows) 16-bit bits, dense and
  * transposed: dst[(b * cols + c) * rows + r] = src_b[r, c], rounded to
  * nearest even. The mixer's out_proj input: src_b is a window's (C, L)
- * scan output, dst its (L, C) rows. Tiles of 64 rows x 32 columns through
- * shared memory: a warp reads 32 consecutive floats of a row and writes
- * one dst row's 64 values as 32 4-byte pairs (128 contiguous bytes). With
- * the 32 x 32 tile and 2-byte stores it replaced, MambaVision-B's five
- * stage-3 out_projs took 0.924 ms, with this one 0.812 (batch 256, bf16,
- * op by op, H200); alone it moves C 512 x L 196 windows at 2.1 TB/s
- * (0.073 ms for 256 of them). Grid: x over
- * column tiles, y over row tiles, z over matrices (y and z grid-stride). */
+ * scan output, dst its (L, C) rows. Two kernels (launch_to16_transposed
+ * chooses; outputs bitwise equal):
+ *
+ * | shape | kernel | why (H200, batch 256, same process) |
+ * |---|---|---|
+ * | dense windows of <= 256 columns, 16-byte aligned (the scan's output) | to16_transposed_windows_kernel | B's stage-3 windows (C 512 x L 196) 0.0705 -> 0.0508 ms (2.2 -> 3.0 TB/s; a copy of the same bytes 0.045), stage 4 (1024 x 49) 0.0419 -> 0.0324 |
+ * | any other (padded rows, longer rows, unaligned) | to16_transposed_tiles_kernel | the windows kernel's element-wise form was slower there: 512 x 196 at row stride 200 0.0709 vs 0.0772 ms, 100 x 300 (batch 64) 0.0117 vs 0.0179 |
+ *
+ * Tiles: 64 rows x 32 columns through shared memory: a warp reads 32
+ * consecutive floats of a row and writes one dst row's 64 values as 32
+ * 4-byte pairs (128 contiguous bytes). Grid: x over column tiles, y over
+ * row tiles, z over matrices (y and z grid-stride). */
 #define MVRT_T16T_ROWS 64
 #define MVRT_T16T_COLS 32
 template <int T16>
-__global__ void __launch_bounds__(256) to16_transposed_kernel(const float *__restrict__ src, int64_t rows,
-                                                                 int64_t cols, int64_t ld, int64_t sstride,
-                                                                 int64_t batch, uint16_t *__restrict__ dst)
+__global__ void __launch_bounds__(256) to16_transposed_tiles_kernel(const float *__restrict__ src, int64_t rows,
+                                                                       int64_t cols, int64_t ld, int64_t sstride,
+                                                                       int64_t batch, uint16_t *__restrict__ dst)
 {
     /* [column][row], rows padded to 66: the pair reads below are 8-byte
      * aligned and conflict-free; the staging writes at most 2-way */
@@ -463,19 +467,91 @@ __global__ void __launch_bounds__(256) to16_transposed_kernel(const float *__res
         }
 }
 
+/* Windows: a block takes 64 rows of one matrix whose rows are dense
+ * (ld == cols), at most MVRT_T16T_WIN_COLS long, 16-byte aligned (src
+ * and sstride * 4) and rows * cols a multiple of 4, so the block's rows
+ * are one aligned run of whole 16-byte pieces: it
+ * reads the run as 16-byte pieces (four per thread in flight), rounds
+ * them into a [column][row] tile of 16-bit values, then writes each
+ * column's 64 values as one 128-byte run of dst (a thread per pair).
+ * Grid: x over row tiles, z over matrices (grid-stride). Block: 256
+ * threads whatever the warp width. */
+#define MVRT_T16T_WIN_COLS 256
+template <int T16>
+__global__ void __launch_bounds__(256) to16_transposed_windows_kernel(const float *__restrict__ src, int64_t rows,
+                                                                         int64_t cols, int64_t sstride, int64_t batch,
+                                                                         uint16_t *__restrict__ dst)
+{
+    /* [column][row]; a column's row pairs are 4-byte words (66 keeps them
+     * aligned; the staging stores are at most 4-way in conflict) */
+    __shared__ uint16_t tile[MVRT_T16T_WIN_COLS][MVRT_T16T_ROWS + 2];
+    const int64_t r0 = (int64_t)blockIdx.x * MVRT_T16T_ROWS;
+    const int rt = (int)(rows - r0 < MVRT_T16T_ROWS ? rows - r0 : MVRT_T16T_ROWS);
+    const int ct = (int)cols, n4 = rt * ct / 4, nth = (int)blockDim.x, t = (int)threadIdx.x;
+    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+        const float *sb = src + b * sstride + r0 * cols;
+        const float4 *s4 = reinterpret_cast<const float4 *>(sb);
+        for (int i0 = t; i0 < n4; i0 += 4 * nth) {
+            float4 v[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                v[k] = i0 + k * nth < n4 ? s4[i0 + k * nth] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int i = i0 + k * nth;
+                if (i >= n4) break;
+                const float vs[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+                int r = 4 * i / ct, c = 4 * i - r * ct;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    tile[c][r] = mvrt_f32_to_h16<T16>(vs[j]);
+                    if (++c == ct) c = 0, ++r;
+                }
+            }
+        }
+        __syncthreads();
+        const int r = 2 * (t % (MVRT_T16T_ROWS / 2)), lanes = nth / (MVRT_T16T_ROWS / 2);
+        if (r < rt) {
+            for (int c = t / (MVRT_T16T_ROWS / 2); c < ct; c += lanes) {
+                uint16_t *d = dst + (b * cols + c) * rows + r0 + r;
+                if (r + 1 < rt && ((uintptr_t)d & 3u) == 0) {
+                    *reinterpret_cast<unsigned *>(d) = *reinterpret_cast<const unsigned *>(&tile[c][r]);
+                } else {
+                    d[0] = tile[c][r];
+                    if (r + 1 < rt) d[1] = tile[c][r + 1];
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+
 static inline mvrt_gpu_error_t launch_to16_transposed(int t16, const float *src, int64_t rows, int64_t cols, int64_t ld,
                                                          int64_t sstride, int64_t batch, uint16_t *dst,
                                                          mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
-    dim3 grid(mvrt_min_u64(((uint64_t)cols + MVRT_T16T_COLS - 1) / MVRT_T16T_COLS, 0x7fffffffu),
-              mvrt_min_u64(((uint64_t)rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS, 65535),
-              mvrt_min_u64((uint64_t)batch, 65535));
+    const bool windows = ld == cols && cols <= MVRT_T16T_WIN_COLS && rows * cols % 4 == 0 &&
+                         ((uintptr_t)src & 15u) == 0 && (batch == 1 || sstride % 4 == 0);
+    if (windows) {
+        const dim3 grid(mvrt_min_u64(((uint64_t)rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS, 0x7fffffffu), 1,
+                        mvrt_min_u64((uint64_t)batch, 65535));
+        if (t16 == MVRT_STORAGE16_F16)
+            to16_transposed_windows_kernel<MVRT_STORAGE16_F16><<<grid, 256, 0, s>>>(src, rows, cols, sstride, batch, dst);
+        else
+            to16_transposed_windows_kernel<MVRT_STORAGE16_BF16><<<grid, 256, 0, s>>>(src, rows, cols, sstride, batch,
+                                                                                     dst);
+        return mvrt_gpu_get_last_error();
+    }
+    const dim3 grid(mvrt_min_u64(((uint64_t)cols + MVRT_T16T_COLS - 1) / MVRT_T16T_COLS, 0x7fffffffu),
+                    mvrt_min_u64(((uint64_t)rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS, 65535),
+                    mvrt_min_u64((uint64_t)batch, 65535));
     if (t16 == MVRT_STORAGE16_F16)
-        to16_transposed_kernel<MVRT_STORAGE16_F16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
+        to16_transposed_tiles_kernel<MVRT_STORAGE16_F16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride,
+                                                                                      batch, dst);
     else
-        to16_transposed_kernel<MVRT_STORAGE16_BF16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride, batch,
-                                                                                  dst);
+        to16_transposed_tiles_kernel<MVRT_STORAGE16_BF16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride,
+                                                                                       batch, dst);
     return mvrt_gpu_get_last_error();
 }
 

@@ -1800,10 +1800,15 @@ static void run_gemm_cases(void)
     case_linear_fold("linear_fold_outproj_b8_L196_inplace", 8, 196, 320, 320, 0);
     case_linear_fold("linear_fold_outproj_b5_L49_residual", 5, 49, 640, 640, 1);
     case_linear_fold("linear_fold_odd_b3_M7_N9_K13_bias", 3, 7, 9, 13, 2);
-    /* the transposing stage's 64 x 32 tiles: a row tail (100 = 64 + 36), a
-     * column tail (33) and MambaVision-B's stage-3 width */
+    /* the transposing stage's two kernels (linear_gpu.cuh): whole windows
+     * with a row tail (100 = 64 + 36) and rows of 33 (16-byte pieces across
+     * rows), MambaVision-B's stage-3 and stage-4 windows; 64 x 32 tiles for
+     * rows longer than a window tile (300) and, above, the unaligned odd
+     * case */
     case_linear_fold("linear_fold_K100_M33_b3_residual", 3, 33, 64, 100, 1);
     case_linear_fold("linear_fold_outproj_b2_L196_C512", 2, 196, 512, 512, 1);
+    case_linear_fold("linear_fold_outproj_b3_L49_C1024", 3, 49, 1024, 1024, 1);
+    case_linear_fold("linear_fold_M300_K70_b2_inplace", 2, 300, 64, 70, 0);
     case_graph();
 }
 
@@ -1851,6 +1856,12 @@ static void run_layernorm16_cases(void)
      * vector path (B's 512 and 1024 channels), strided and scalar rows */
     case_layernorm_s16("layernorm_x16_y16_50176x512", 50176, 512, 0, 0, 1);
     case_layernorm_s16("layernorm_x16_y16_33x1024", 33, 1024, 0, 0, 1);
+    /* 16-bit input: several rows per warp, the next one prefetched (B's
+     * stage-4 rows; one row; rows ending mid-warp with padded rows) */
+    case_layernorm_s16("layernorm_x16_y16_12544x1024", 12544, 1024, 0, 0, 1);
+    case_layernorm_s16("layernorm_x16_y16_1x320", 1, 320, 0, 0, 1);
+    case_layernorm_s16("layernorm_x16_f32_301x640_ld648", 301, 640, 8, 4, 2);
+    case_layernorm_s16("layernorm_x16_f32_9001x320_ld324", 9001, 320, 4, 4, 2);
     case_layernorm_s16("layernorm_x16_y16_9x97_ld101", 9, 97, 4, 4, 1);
     case_layernorm_s16("layernorm_x16_f32_12x640", 12, 640, 0, 0, 2);
     case_layernorm_s16("layernorm_x16_f32_7x96_ld98", 7, 96, 2, 0, 2);
