@@ -421,7 +421,7 @@ static inline mvrt_gpu_error_t launch_to16(int t16, const float *src, int64_t ro
  *
  * | shape | kernel | why (H200, batch 256, same process) |
  * |---|---|---|
- * | dense windows of <= 256 columns, 16-byte aligned (the scan's output) | to16_transposed_windows_kernel | B's stage-3 windows (C 512 x L 196) 0.0705 -> 0.0508 ms (2.2 -> 3.0 TB/s; a copy of the same bytes 0.045), stage 4 (1024 x 49) 0.0419 -> 0.0324 |
+ * | dense windows of <= 256 columns, 16-byte aligned, rows x cols a multiple of 4 (the scan's output) | to16_transposed_windows_kernel | B's stage-3 windows (C 512 x L 196) 0.0705 -> 0.0508 ms (2.2 -> 3.0 TB/s; a copy of the same bytes 0.045), stage 4 (1024 x 49) 0.0419 -> 0.0324 |
  * | any other (padded rows, longer rows, unaligned) | to16_transposed_tiles_kernel | the windows kernel's element-wise form was slower there: 512 x 196 at row stride 200 0.0709 vs 0.0772 ms, 100 x 300 (batch 64) 0.0117 vs 0.0179 |
  *
  * Tiles: 64 rows x 32 columns through shared memory: a warp reads 32
