@@ -474,6 +474,30 @@ static void test_dwconv(int64_t B, int64_t C, int64_t L, int width, int layout)
     test_dwconv_amp(B, C, L, width, layout, 2.0);
 }
 
+
+/* Runs a conv1d op on 1 and 2 threads into y (NaN-filled first) and
+ * compares it with ref; where copy_n > 0 it also checks the 16-bit copy
+ * cb bit for bit: in [0, copy_n) it holds y's rounding wherever y is
+ * written (ref not NaN), and the sentinel everywhere else. */
+static void run_dwconv_checked(mvrt_op_params_t *op, const char *name, float *y, const double *ref, size_t ny,
+                               uint16_t *cb, size_t copy_n)
+{
+    for (int t = 1; t <= 2; t++) {
+        fill_nan(y, ny);
+        for (size_t i = 0; i < ny; i++)
+            cb[i] = S16_SENTINEL;
+        run_cpu(op, t);
+        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
+        size_t bad = 0;
+        for (size_t i = 0; copy_n > 0 && i < ny; i++)
+            bad += cb[i] != (i < copy_n && !isnan(ref[i]) ? to16(y[i]) : S16_SENTINEL);
+        if (bad) {
+            printf("FAIL  dwconv1d %s (%d threads): %zu elements of the 16-bit copy wrong\n", name, t, bad);
+            g_failures++;
+        }
+    }
+}
+
 /* Both halves of a (B, L, 2C) token-major buffer in one op (split = C, as
  * MambaVision's conv1d_x / conv1d_z): the first half channel-major into y,
  * the second into y2, which follows y in the same buffer with its own
@@ -520,20 +544,8 @@ static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width, int x1
         d->x = (const float *)(const void *)xb, d->x16 = g_t16;
     if (copy)
         d->y_copy = (float *)(void *)cb, d->y_copy16 = g_t16;
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(y, ny);
-        for (size_t i = 0; i < ny; i++)
-            cb[i] = S16_SENTINEL;
-        run_cpu(&op, t);
-        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
-        size_t bad = 0;
-        for (size_t i = 0; copy && i < ny; i++) /* the first part: [0, B C L) */
-            bad += cb[i] != (i < (size_t)(B * C * L) ? to16(y[i]) : S16_SENTINEL);
-        if (bad) {
-            printf("FAIL  dwconv1d %s (%d threads): %zu elements of the 16-bit copy wrong\n", name, t, bad);
-            g_failures++;
-        }
-    }
+    /* the copy covers the first part only: [0, B C L) */
+    run_dwconv_checked(&op, name, y, ref, ny, cb, copy ? (size_t)(B * C * L) : 0);
     free(x), free(w), free(w2), free(y), free(ref), free(xb), free(cb);
 }
 
@@ -566,20 +578,7 @@ static void test_dwconv16_strided(int64_t B, int64_t C, int64_t L, int width)
     run_ref(&op, ref);
     d->x = (const float *)(const void *)xb, d->x16 = g_t16;
     d->y_copy = (float *)(void *)cb, d->y_copy16 = g_t16;
-    for (int t = 1; t <= 2; t++) {
-        fill_nan(y, ny);
-        for (size_t i = 0; i < ny; i++)
-            cb[i] = S16_SENTINEL;
-        run_cpu(&op, t);
-        compare("dwconv1d", name, t, y, ref, ny, DW_RTOL, DW_ATOL * max_abs(ref, ny));
-        size_t bad = 0;
-        for (size_t i = 0; i < ny; i++) /* written where y is, nowhere else */
-            bad += cb[i] != (isnan(ref[i]) ? S16_SENTINEL : to16(y[i]));
-        if (bad) {
-            printf("FAIL  dwconv1d %s (%d threads): %zu elements of the 16-bit copy wrong\n", name, t, bad);
-            g_failures++;
-        }
-    }
+    run_dwconv_checked(&op, name, y, ref, ny, cb, ny);
     free(x), free(w), free(y), free(ref), free(xb), free(cb);
 }
 
