@@ -1301,6 +1301,35 @@ static mvrt_status_t io_shapes(mvrt_graph_t *g)
     return MVRT_OK;
 }
 
+/* A 16-bit math mode the device has no tensor cores for. A GPU backend
+ * lists the graph math modes its device runs in its features ("math=fp32,
+ * fp16" for CUDA code below sm_80, e.g. a T4): bf16 there would run
+ * cuBLAS's emulated bf16 GEMMs, slower than fp32, so it is refused with
+ * the mode to use instead. Backends without the list (CPU, HIP) take
+ * every mode. */
+static mvrt_status_t check_math_mode(mvrt_backend_t *be, int math)
+{
+    if (math != MVRT_MATH_BF16)
+        return MVRT_OK;
+    mvrt_device_info_t info;
+    if (mvrt_backend_device_info(be, &info) != MVRT_OK)
+        return MVRT_ERR_INTERNAL; /* the message is set */
+    const char *modes = strstr(info.features, " math=");
+    if (!modes)
+        return MVRT_OK;
+    modes += 6;
+    const size_t n = strcspn(modes, " ");
+    for (const char *m = modes; m < modes + n; m += strcspn(m, ",") + 1)
+        if (strncmp(m, "bf16", 4) == 0 && (m[4] == ',' || m[4] == ' ' || m[4] == '\0'))
+            return MVRT_OK;
+    const char *code = strstr(info.features, "code=");
+    const int code_n = code ? (int)strcspn(code + 5, " ") : 0;
+    return mvrt_error_set(MVRT_ERR_UNSUPPORTED,
+                          "mvrt_graph_create: bf16 math (options->math = 2) needs bf16 tensor cores, which %s device "
+                          "%d (%s, paths of %.*s) lacks; use fp16 math (3, --precision fp16) or fp32",
+                          info.backend, info.device_index, info.name, code ? code_n : 7, code ? code + 5 : "unknown");
+}
+
 mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t *options, mvrt_graph_t **out_graph)
 {
     static const char fn[] = "mvrt_graph_create";
@@ -1313,6 +1342,8 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     g->backend = model->backend;
     g->opt = *options;
     mvrt_status_t st = io_shapes(g);
+    if (st == MVRT_OK)
+        st = check_math_mode(g->backend, g->opt.math);
     if (st) {
         free(g);
         return st;

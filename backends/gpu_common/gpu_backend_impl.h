@@ -209,8 +209,29 @@ static mvrt_status_t mvrt_gpu_probe(int *out_count)
 #define MVRT_GPU_BUILD_ARCHS "(not recorded)"
 #endif
 
+#ifdef MVRT_GPU_HOST_CUDA
+/* Shared memory one block may opt in to on GPUs of an architecture
+ * (major * 10 + minor), from NVIDIA's CUDA C++ Programming Guide (compute
+ * capabilities table): 64 KB on sm_75 (T4), 163 KB on sm_80 / sm_87 (A100,
+ * Orin), 99 KB on sm_86 / sm_89 / sm_120, 227 KB on sm_90 and sm_100 (H100,
+ * B200), 96 KB on sm_70. Other values: the nearest lower one listed. */
+static size_t mvrt_gpu_arch_smem_per_block(int arch)
+{
+    if (arch >= 120) return 99u * 1024u;
+    if (arch >= 90) return 227u * 1024u;
+    if (arch == 87) return 163u * 1024u;
+    if (arch >= 86) return 99u * 1024u;
+    if (arch >= 80) return 163u * 1024u;
+    if (arch >= 75) return 64u * 1024u;
+    if (arch >= 70) return 96u * 1024u;
+    return 48u * 1024u;
+}
+#endif
+
 /* Sets d->code_arch (see the field) for the current device, or fails when
- * the plugin carries no code this device can load. */
+ * the plugin carries no code this device can load; below the device's
+ * architecture, also lowers the scan's shared-memory limit to that
+ * architecture's. Runs after d->tuning.smem_limit holds the device's. */
 static mvrt_status_t mvrt_gpu_code_arch_open(mvrt_gpu_device_t *d)
 {
     const int device_arch = d->prop.major * 10 + d->prop.minor;
@@ -238,6 +259,16 @@ static mvrt_status_t mvrt_gpu_code_arch_open(mvrt_gpu_device_t *d)
                                              cap);
         if (v < d->code_arch) d->code_arch = (int)v;
     }
+#ifdef MVRT_GPU_HOST_CUDA
+    /* Below the device's own architecture (a capped or older build), plan
+     * shared memory as that architecture's GPUs would: a block opts in to
+     * at most its limit (the scan's plans read tuning.smem_limit), so a
+     * configuration a T4 could not launch is not chosen here either. */
+    if (d->code_arch < device_arch) {
+        const size_t arch_limit = mvrt_gpu_arch_smem_per_block(d->code_arch);
+        if (arch_limit < d->tuning.smem_limit) d->tuning.smem_limit = arch_limit;
+    }
+#endif
     return MVRT_OK;
 }
 
@@ -418,7 +449,7 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
         const size_t used = strlen(info.features);
         snprintf(info.features + used, sizeof info.features - used,
                  " code=sm_%d tensor-cores=%s clusters=%s dependent-launch=%s fp32-gemm=%s conv=%s"
-                 " 16bit-attention=%s 16bit-weights=%s",
+                 " 16bit-attention=%s 16bit-weights=%s math=%s smem-per-block=%zu",
                  d->code_arch, d->opctx.mma16 ? (d->opctx.mma_tf32x3 ? "bf16,fp16,tf32" : "bf16,fp16") : "none",
                  d->opctx.cluster_gemm > 0 ? "yes" : "no", d->opctx.dependent_launch ? "yes" : "no",
                  d->opctx.blas ? (mvrt_cuda_blas_uses_3xtf32(d->opctx.blas) ? "3xtf32" : "cublas") : "builtin",
@@ -426,7 +457,12 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
                  : d->opctx.conv == mvrt_cuda_conv_3xtf32_sm90 ? "implicit,16bit-sm90"
                                                                  : "implicit",
                  d->opctx.mma16 ? "io16" : "simt",
-                 d->opctx.gemm ? "once" : "fp32");
+                 d->opctx.gemm ? "once" : "fp32",
+                 /* graph math modes: bf16 and TF32 need sm_80+ tensor cores
+                  * (mvrt_graph_create refuses bf16 without them; fast math
+                  * then runs in fp32); fp16 ones exist on every build target */
+                 d->code_arch >= 80 ? "fp32,tf32,bf16,fp16" : "fp32,fp16",
+                 d->tuning.smem_limit);
     }
 #endif
     *out = info;

@@ -120,9 +120,10 @@ typedef struct mvrt_graph_options {
                              (as PyTorch autocast), attention on bf16 tensor cores (sm_80+), the
                              network's conv-stage maps and the activations that only a GEMM reads
                              (LayerNorm outputs, MLP hidden) stored as bf16 on every backend; 3: the
-                             same in fp16 (fp16 tensor cores; T4s and older have no bf16 ones). The
-                             CPU multiplies in fp32 in every mode, rounding the same stored
-                             activations to 16 bits in modes 2 and 3. */
+                             same in fp16 (fp16 tensor cores; T4s and older have no bf16 ones: on
+                             CUDA code below sm_80 mode 2 is refused, MVRT_ERR_UNSUPPORTED, and mode
+                             1 computes as mode 0). The CPU multiplies in fp32 in every mode, rounding
+                             the same stored activations to 16 bits in modes 2 and 3. */
 } mvrt_graph_options_t;
 
 typedef struct mvrt_graph mvrt_graph_t;
@@ -135,7 +136,8 @@ typedef struct mvrt_graph mvrt_graph_t;
  * kernels' layout; making them copies the weights through host memory (in
  * slices of 4 MiB; a filter at a time) and waits for the device. fp16: a weight
  * beyond fp16's range (|w| > 65504) fails with MVRT_ERR_UNSUPPORTED
- * instead of becoming infinite. */
+ * instead of becoming infinite. bf16 on a device without bf16 tensor cores
+ * (CUDA code below sm_80) fails with MVRT_ERR_UNSUPPORTED, naming fp16. */
 MVRT_API mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t *options,
                                          mvrt_graph_t **out_graph);
 /* NULL is a no-op. Work queued with the graph completes first on GPUs. */

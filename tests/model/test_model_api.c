@@ -111,6 +111,24 @@ static void test_config_errors(mvrt_backend_t *be)
  * retyped: the load names it. */
 static int64_t numel_of(mvrt_graph_t *g, int output);
 
+/* The architecture whose paths a CUDA device takes ("code=sm_XX" of its
+ * features: the loaded code, capped by MVRT_CUDA_ARCH_CAP); 0 elsewhere. */
+static int cuda_code_arch(mvrt_backend_t *be)
+{
+    mvrt_device_info_t info;
+    if (strcmp(mvrt_backend_name(be), "cuda") != 0 || mvrt_backend_device_info(be, &info) != MVRT_OK)
+        return 0;
+    const char *code = strstr(info.features, "code=sm_");
+    return code ? atoi(code + 8) : info.arch_major * 10 + info.arch_minor;
+}
+/* bf16 graphs are refused on CUDA code below sm_80 (no bf16 tensor cores:
+ * a T4, or MVRT_CUDA_ARCH_CAP=75); tests take fp16 there instead */
+static int bf16_refused(mvrt_backend_t *be)
+{
+    const int arch = cuda_code_arch(be);
+    return arch > 0 && arch < 80;
+}
+
 /* A weight of 1e6 (victim's element 3), beyond fp16's 65504: a backend
  * that keeps the weights in 16 bits for fp16 GEMMs and convs (CUDA)
  * refuses the fp16 graph (never infinite weights); the CPU, which
@@ -153,6 +171,11 @@ static void test_fp16_weight_range(mvrt_backend_t *be, const mvrt_safetensors_t 
     for (int math = 2; m && math <= 3; math++) {
         o.math = math;
         mvrt_graph_t *gr = NULL;
+        if (math == 2 && bf16_refused(be)) {
+            CHECK_ERR(mvrt_graph_create(m, &o, &gr), MVRT_ERR_UNSUPPORTED, "bf16 tensor cores", "fp16 math");
+            CHECK(gr == NULL);
+            continue;
+        }
         if (math == 3 && keeps16) {
             CHECK_ERR(mvrt_graph_create(m, &o, &gr), MVRT_ERR_UNSUPPORTED, "beyond fp16's range", value_text);
             CHECK(gr == NULL);
@@ -701,7 +724,8 @@ static void test_network_batch_split(mvrt_backend_t *be)
     float *in = malloc((size_t)(BATCH * img) * 4), *all = malloc(BATCH * CLASSES * 4), *one = malloc(CLASSES * 4);
     fill(in, BATCH * img, 11);
     static const int images[] = {0, 31, 32, 33, 64};
-    for (int math = 0; math <= 2; math += 2) {
+    const int math16 = bf16_refused(be) ? 3 : 2; /* fp16 where bf16 is refused */
+    for (int math = 0; math <= math16; math += math16) {
         mvrt_graph_options_t o = {BATCH, SIDE, SIDE, 0, math}, o1 = {1, SIDE, SIDE, 0, math};
         mvrt_graph_t *g = NULL, *g1 = NULL;
         CHECK_OK(mvrt_graph_create(m, &o, &g));
@@ -767,7 +791,7 @@ static void test_network_padded_maps(mvrt_backend_t *be)
         if (g)
             CHECK_OK(run_host(g, s, in, ref));
         mvrt_graph_destroy(g);
-        for (int math = 2; math <= 3 && g; math++) {
+        for (int math = bf16_refused(be) ? 3 : 2; math <= 3 && g; math++) {
             o.math = math, g = NULL;
             CHECK_OK(mvrt_graph_create(m, &o, &g));
             if (!g)
@@ -822,6 +846,57 @@ static void test_workspace_plan(mvrt_backend_t *be)
     mvrt_model_destroy(m);
 }
 
+/* What a capped or older CUDA code takes (issue #33; on the GPU machine
+ * under MVRT_CUDA_ARCH_CAP=75 / 80, CTest labels cuda_sm75 / cuda_sm80):
+ * below sm_80 a bf16 graph is refused with the mode to use (a T4 has no
+ * bf16 tensor cores) and an fp16 one is made; from sm_80 both are made.
+ * The features list the graph math modes and the shared memory a block
+ * may opt in to, which below the device's own architecture is that
+ * architecture's (NVIDIA's figures: 64 KB on sm_75, 163 KB on sm_80).
+ * Other backends take both modes. */
+static void test_math_modes(mvrt_backend_t *be)
+{
+    mvrt_model_config_t c = small_network();
+    mvrt_model_t *m = NULL;
+    CHECK_OK(mvrt_model_init_random(be, &c, 5, &m));
+    if (!m)
+        return;
+    const int arch = cuda_code_arch(be);
+    mvrt_graph_options_t o = {2, 32, 32, 0, 2 /* bf16 */};
+    mvrt_graph_t *g = NULL;
+    if (bf16_refused(be)) {
+        char code[32];
+        snprintf(code, sizeof code, "paths of sm_%d", arch);
+        CHECK_ERR(mvrt_graph_create(m, &o, &g), MVRT_ERR_UNSUPPORTED, "bf16 tensor cores", code, "fp16 math");
+        CHECK(g == NULL);
+    } else {
+        CHECK_OK(mvrt_graph_create(m, &o, &g));
+        CHECK(g != NULL);
+    }
+    mvrt_graph_destroy(g);
+    g = NULL;
+    o.math = 3; /* fp16 */
+    CHECK_OK(mvrt_graph_create(m, &o, &g));
+    mvrt_graph_destroy(g);
+    mvrt_model_destroy(m);
+    if (arch > 0) {
+        mvrt_device_info_t info;
+        CHECK_OK(mvrt_backend_device_info(be, &info));
+        CHECK(strstr(info.features, arch >= 80 ? " math=fp32,tf32,bf16,fp16" : " math=fp32,fp16 ") != NULL);
+        const char *sm = strstr(info.features, "smem-per-block=");
+        CHECK(sm != NULL);
+        const long smem = sm ? atol(sm + 15) : 0;
+        const int device_arch = info.arch_major * 10 + info.arch_minor;
+        fprintf(stderr, "cuda code sm_%d on sm_%d: %s\n", arch, device_arch, info.features);
+        if (arch == 75 && device_arch > 75)
+            CHECK(smem == 64 * 1024);
+        else if (arch == 80 && device_arch > 80)
+            CHECK(smem == 163 * 1024);
+        else
+            CHECK(smem >= 48 * 1024); /* the device's own opt-in limit */
+    }
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -840,6 +915,7 @@ int main(int argc, char **argv)
     if (strcmp(mvrt_backend_name(be), "cpu") == 0)
         test_workspace_plan(be);
     test_presets(be);
+    test_math_modes(be);
     if (strcmp(mvrt_backend_name(be), "cpu") != 0) {
         test_blocks_vs_cpu(be);
         test_gpu_faults(be);
