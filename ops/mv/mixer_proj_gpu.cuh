@@ -37,14 +37,30 @@ namespace mvrt_mv_gpu {
  * threads; as a launch bound it made the compiler take 106 and the block
  * graph 2 us slower, H100): mixer_proj_one_wave */
 #define MVRT_MPROJ_BLOCKS_PER_SM 2
+/* Weights a block walks at most: x_proj's and dt_proj's h (E + R)
+ * floats. Per call at batch 1 against the three ops it replaces (H200,
+ * bf16 graphs, `mvrt bench model --profile`, 2026-11-29), us:
+ *   mixer (C, tokens)      h (E + R)  fused  three ops
+ *   T stage 3 (320, 196)       8 960    9.0    37
+ *   T stage 4 (640, 49)       30 720   21.5    49
+ *   B stage 3 (512, 196)      20 480   21.6    47
+ *   B stage 4 (1024, 49)      73 728   41.7    ~32 (49 in a noisier run)
+ *   L stage 3 (784, 196)      44 688   29.2    31
+ *   L stage 4 (1568, 49)     166 208   70      36
+ * and whole forwards with every mixer on the three ops: T 0.676 ->
+ * 0.737 ms, B 1.026 -> 1.011, L 1.984 -> 1.818. One block's serial walk
+ * over the weights outgrows the three GEMM kernels past ~40 K floats. */
+#define MVRT_MPROJ_WEIGHTS_MAX 40960
 /* Sizes the kernel covers, for at most max_tokens tokens (Bw L; the
  * backend's limit: each block reads all of x_proj and dt_proj, so for
- * many tokens the GEMM forms win). */
+ * many tokens the GEMM forms win) and at most MVRT_MPROJ_WEIGHTS_MAX
+ * weights per block. */
 static inline bool mixer_proj_fits(const mvrt_mixer_proj_params_t &p, int64_t max_tokens)
 {
     const int64_t C = p.channels, h = C / 2;
     const int64_t M = p.batch * p.length, E = p.dt_rank + 2 * p.dstate;
     return p.batch >= 1 && p.length >= 1 && M <= max_tokens && M * C < INT32_MAX && M * E < INT32_MAX &&
+           h * (E + p.dt_rank) <= MVRT_MPROJ_WEIGHTS_MAX &&
            C >= 2 && C % 2 == 0 && h <= MVRT_MPROJ_H_MAX && p.dstate >= 1 && p.dt_rank >= 1 &&
            p.dt_rank <= MVRT_MPROJ_R_MAX && p.width >= 1 &&
            p.width <= MVRT_MPROJ_W_MAX;
