@@ -438,6 +438,33 @@ int run_fused_act(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp,
                                                                                        msg, msg_n);
 }
 
+/* Whether a 16-bit map conv has so few output tiles (at most one 128 x 128
+ * tile per two SMs: batch 1) for much work (at least 2^28 products) that
+ * 64 x 64 tiles serve it instead: four times the CTAs, each with a
+ * quarter of the products. Less work is launch-bound on any tile. The
+ * caller asks only where no multiple of 128 channels comes out: there the
+ * sm_90a kernels' 64x128 / 128x128 tiles stay faster at batch 1.
+ * MambaVision at batch 1, bf16, H200, one call (2026-11-29), ms for six
+ * convs, old tile -> 64 x 64:
+ *   L 392->392 28x28 (Sm80 256x64, 28 CTAs)      0.333 -> 0.195
+ *   L 196->196 56x56 (stored 200; sm_90a 128x224) 0.231 -> 0.161
+ *   B 128->128 56x56 (sm_90a 64x128)              0.071 -> 0.080
+ *   B 256->256 28x28 (sm_90a 128x128)             0.109 -> 0.120
+ * whole forwards: L 1.831 -> 1.566 ms (fp16 1.760 -> 1.509); T and S have
+ * under 2^28 products per conv; batch 256 has hundreds of tiles. */
+static bool few_tiles(const mvrt_conv2d_params_t *p, int nb, int cp, int kp)
+{
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    const int64_t m = (int64_t)nb * p->out_h * p->out_w;
+    const double products = (double)m * kp * cp * p->kernel * p->kernel;
+    return ((m + 127) / 128) * ((kp + 127) / 128) * 2 <= sms && products >= (double)(1 << 28);
+}
+
 /* E: cutlass::bfloat16_t or cutlass::half_t, the maps' type; sm90: the
  * sm_90a kernels run the chunks they take (cuda_conv16_sm90.h) */
 template <typename E>
@@ -480,7 +507,8 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
         const int64_t off = b0 * (int64_t)PQ * kp;
         bf16 *y = (bf16 *)(void *)p->y + off;
         const bf16 *r = p->residual ? (const bf16 *)(const void *)p->residual + off : nullptr;
-        if (sm90) {
+        const bool few = cp % 8 == 0 && kp % 8 == 0 && kp % 128 != 0 && few_tiles(p, nb, cp, kp);
+        if (sm90 && !few) {
             const int t16 = std::is_same<E, cutlass::half_t>::value ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
             const int rc = mvrt_cuda_conv16_sm90(s, p, t16, nb, cp, x, wt, bias, r, y, msg, msg_n);
             if (rc == MVRT_GPU_GEMM_OK) continue;
@@ -490,6 +518,7 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
          * multiple of 8 (not measured against other tiles) */
         const int rc = cp % 8 != 0 || kp % 8 != 0
                            ? run_fused_act<E, 128, 128, 32, 64, 64, 4, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                       : few ? run_fused_act<E, 64, 64, 32, 32, 32, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
                        : p->out_channels > 128 && p->stride == 1
                            ? run_fused_act<E, 256, 64, 32, 64, 64, 3, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
                            : run_fused_act<E, 128, 128, 32, 64, 64, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);

@@ -1325,7 +1325,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 40
+#define NHWC16_CONV_CASES 44
 #define NHWC16_SMALLK_CASES 9 /* the conv16_stem_* and conv16_stemtc_* cases from NCHW floats */
 static int run_nhwc16_cases(void)
 {
@@ -1371,6 +1371,16 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16_stored("conv16_Lp_196to392_s2", 2, 196, 15, 14, 392, 2, MVRT_ACT_NONE, 0, 1, 200, 0);
     taken += case_conv2d_nhwc16("conv16_L_11x9x392_res_b2", 2, 392, 11, 9, 392, 1, MVRT_ACT_NONE, 1, 1);
     taken += case_conv2d_nhwc16("conv16_L_392_gelut_b1", 1, 392, 7, 8, 392, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    /* batch 1 at full size, few 128 x 128 tiles for much work: 64 x 64
+     * tiles on CUDA where no multiple of 128 channels comes out
+     * (cuda_conv_3xtf32.cu, few_tiles): L's 28 x 28 and 56 x 56 (stored
+     * 200) convs and a downsampler; B's 28 x 28 (256 channels) keeps the
+     * sm_90a kernel */
+    taken += case_conv2d_nhwc16("conv16_few_L_28x28x392_gelut_b1", 1, 392, 28, 28, 392, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    taken += case_conv2d_nhwc16_stored("conv16_few_Lp_56x56x196_res_b1", 1, 196, 56, 56, 196, 1, MVRT_ACT_NONE, 1, 1,
+                                       200, 200);
+    taken += case_conv2d_nhwc16("conv16_few_L_392to784_s2_b1", 1, 392, 28, 28, 784, 2, MVRT_ACT_NONE, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_B_28x28x256_res_b1", 1, 256, 28, 28, 256, 1, MVRT_ACT_NONE, 1, 1);
     taken += case_conv2d_nhwc16_stored("conv16_p_12to20_odd_res", 2, 12, 7, 9, 20, 1, MVRT_ACT_NONE, 1, 1, 16, 24);
     taken += case_conv2d_nhwc16_stored("conv16_p_stem_c3_to12", 2, 3, 13, 11, 12, 2, MVRT_ACT_RELU, 0, 0, 0, 16);
     /* filters prepared at graph creation (the graph's form for every conv
