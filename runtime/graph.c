@@ -1312,8 +1312,9 @@ static mvrt_status_t check_math_mode(mvrt_backend_t *be, int math)
     if (math != MVRT_MATH_BF16)
         return MVRT_OK;
     mvrt_device_info_t info;
-    if (mvrt_backend_device_info(be, &info) != MVRT_OK)
-        return MVRT_ERR_INTERNAL; /* the message is set */
+    const mvrt_status_t st = mvrt_backend_device_info(be, &info);
+    if (st != MVRT_OK)
+        return st; /* with its message */
     const char *modes = strstr(info.features, " math=");
     if (!modes)
         return MVRT_OK;
