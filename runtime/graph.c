@@ -1318,11 +1318,11 @@ static mvrt_status_t check_math_mode(mvrt_backend_t *be, int math)
     const char *modes = strstr(info.features, " math=");
     if (!modes)
         return MVRT_OK;
-    modes += 6;
-    const size_t n = strcspn(modes, " ");
-    for (const char *m = modes; m < modes + n; m += strcspn(m, ",") + 1)
-        if (strncmp(m, "bf16", 4) == 0 && (m[4] == ',' || m[4] == ' ' || m[4] == '\0'))
-            return MVRT_OK;
+    /* the list as ",fp32,fp16," to look for ",bf16," */
+    char list[64];
+    snprintf(list, sizeof list, ",%.*s,", (int)strcspn(modes + 6, " "), modes + 6);
+    if (strstr(list, ",bf16,"))
+        return MVRT_OK;
     const char *code = strstr(info.features, "code=");
     const int code_n = code ? (int)strcspn(code + 5, " ") : 0;
     return mvrt_error_set(MVRT_ERR_UNSUPPORTED,

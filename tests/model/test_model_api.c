@@ -616,14 +616,7 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
     /* both LayerNorms folded into in_proj / qkv and fc1 (the cluster
      * GEMM) on CUDA sm_90+ at the batch-1 shapes of MambaVision (cases 0,
      * 6, 8 and 9), unless the environment pins the GEMM paths */
-    mvrt_device_info_t info;
-    CHECK_OK(mvrt_backend_device_info(be, &info));
-    /* the architecture whose paths the backend takes: "code=sm_XX" in the
-     * features (the loaded code, capped by MVRT_CUDA_ARCH_CAP), else the
-     * device's */
-    int code_arch = info.arch_major * 10 + info.arch_minor;
-    const char *code = strstr(info.features, "code=sm_");
-    if (code) code_arch = atoi(code + 8);
+    const int code_arch = cuda_code_arch(be); /* 0 off CUDA */
     const int want_ln_fold = !strcmp(mvrt_backend_name(be), "cuda") && code_arch >= 90 &&
                              !getenv("MVRT_CUDA_LN_FOLD") &&
                              !getenv("MVRT_CUDA_GEMM_CLUSTER") && !getenv("MVRT_CUDA_FP32_GEMM") &&
