@@ -23,11 +23,12 @@
 
 /* How a parameter is made when there is no file (mvrt_model_init_random). */
 typedef enum init_role {
-    INIT_UNIFORM_FAN_IN, /* uniform(+-1/sqrt(fan_in)), PyTorch's Linear/Conv default scale */
+    INIT_UNIFORM_FAN_IN, /* uniform(+-1/sqrt(fan_in)): PyTorch's Conv1d/Conv2d default */
+    INIT_LINEAR_WEIGHT,  /* normal(0, 0.02) cut at +-2: the reference model's _init_weights for
+                            every nn.Linear (whose biases it zeroes, dt_proj's included) */
     INIT_ONES,
     INIT_ZEROS,
     INIT_A_LOG,          /* log(1..N) per row, Mamba's S4D-real init */
-    INIT_DT_BIAS,        /* softplus^-1 of dt log-uniform in [1e-3, 1e-1] */
     INIT_LAYER_SCALE     /* config layer_scale */
 } init_role_t;
 
@@ -65,6 +66,13 @@ static uint64_t name_hash(const char *s)
 static double uniform01(uint64_t *s)
 {
     return (double)(splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* normal(0, 1) by Box-Muller (one draw of the pair) */
+static double normal01(uint64_t *s)
+{
+    double u1 = 1.0 - uniform01(s), u2 = uniform01(s); /* u1 in (0, 1] */
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 static void shape_text(char *buf, size_t cap, int rank, const int64_t *shape)
@@ -172,14 +180,17 @@ static mvrt_status_t source_get(loader_t *ld, const char *name, int rank, const 
         for (int64_t i = 0; i < n; i++) {
             switch (role) {
             case INIT_UNIFORM_FAN_IN: v[i] = (2.0 * uniform01(&s) - 1.0) * bound; break;
+            case INIT_LINEAR_WEIGHT: {
+                double x;
+                do
+                    x = 0.02 * normal01(&s);
+                while (x < -2.0 || x > 2.0);
+                v[i] = x;
+                break;
+            }
             case INIT_ONES: v[i] = 1.0; break;
             case INIT_ZEROS: v[i] = 0.0; break;
             case INIT_A_LOG: v[i] = log((double)(i % cols + 1)); break;
-            case INIT_DT_BIAS: {
-                double dt = exp(uniform01(&s) * (log(0.1) - log(0.001)) + log(0.001));
-                v[i] = dt + log(-expm1(-dt)); /* softplus^-1(dt) */
-                break;
-            }
             case INIT_LAYER_SCALE: v[i] = ld->cfg->layer_scale; break;
             }
         }
@@ -271,10 +282,10 @@ static mvrt_status_t linear_param(loader_t *ld, const char *p, int64_t out, int6
     mvrt_status_t status = MVRT_OK;
     int64_t ws[2] = {out, in}, bs[1] = {out};
     join(name, sizeof name, p, "weight");
-    TRY(source_get(ld, name, 2, ws, INIT_UNIFORM_FAN_IN, in, &w));
+    TRY(source_get(ld, name, 2, ws, INIT_LINEAR_WEIGHT, in, &w));
     if (has_bias) {
         join(name, sizeof name, p, "bias");
-        TRY(source_get(ld, name, 1, bs, INIT_UNIFORM_FAN_IN, in, &b));
+        TRY(source_get(ld, name, 1, bs, INIT_ZEROS, in, &b));
     }
     if (gamma)
         for (int64_t o = 0; o < out; o++) {
@@ -436,12 +447,12 @@ static mvrt_status_t load_block(loader_t *ld, const char *p, int64_t C, int atte
         {
             int64_t s[2] = {h, R};
             double *w = NULL;
-            TRY(source_get(ld, q, 2, s, INIT_UNIFORM_FAN_IN, R, &w));
+            TRY(source_get(ld, q, 2, s, INIT_LINEAR_WEIGHT, R, &w));
             status = put(ld, q, w, 2, s);
             free(w);
             TRY(status);
         }
-        TRY(copy_param(ld, p, "mixer.dt_proj.bias", 1, hv, INIT_DT_BIAS, 0));
+        TRY(copy_param(ld, p, "mixer.dt_proj.bias", 1, hv, INIT_ZEROS, 0));
         {
             double *alog = NULL;
             join(q, sizeof q, p, "mixer.A_log");

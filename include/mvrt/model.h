@@ -95,9 +95,13 @@ MVRT_API mvrt_status_t mvrt_model_load(mvrt_backend_t *backend, const mvrt_model
                                        mvrt_model_t **out_model);
 
 /* Deterministic weights from `seed` (the same on every backend and
- * machine): PyTorch-like uniform(+-1/sqrt(fan_in)) projections, Mamba's A
- * and dt initialisation, BatchNorm statistics of identity, gamma =
- * layer_scale. For benchmarks and smoke runs. */
+ * machine), drawn as the reference model (NVlabs MambaVision) initialises
+ * itself: every linear layer's weight normal(0, 0.02) cut at +-2 and its
+ * bias 0 (dt_proj's too), convolutions PyTorch's default uniform(+-1/
+ * sqrt(fan_in)) with their biases, LayerNorm and BatchNorm weight 1 and
+ * bias 0 with identity statistics, Mamba's A = -(1..N) and D = 1, gamma =
+ * layer_scale. The same distributions, not PyTorch's numbers. For
+ * benchmarks, smoke runs and the 16-bit agreement tests. */
 MVRT_API mvrt_status_t mvrt_model_init_random(mvrt_backend_t *backend,
                                               const mvrt_model_config_t *config, uint64_t seed,
                                               mvrt_model_t **out_model);
