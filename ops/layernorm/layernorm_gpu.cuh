@@ -3,7 +3,9 @@
  *
  * One warp (wavefront) per row at a time, rows in a grid-stride loop (with
  * 16-bit input and many rows each warp takes several and prefetches: PF
- * below). The fast path (rows 16-byte aligned, cols a multiple of 4)
+ * below); rows of more than 8 float4 per lane (1 024 columns), and few
+ * rows of 512 or more, take a block of up to 8 warps per row instead
+ * (layernorm_split_kernel; the launcher says which and why). The fast path (rows 16-byte aligned, cols a multiple of 4)
  * loads the row once as float4 into registers (NV float4 per lane, a
  * template parameter chosen by the host from cols), then computes the
  * mean and the centered variance from registers (two reductions, no
@@ -191,6 +193,84 @@ __global__ void __launch_bounds__(256) layernorm_kernel(mvrt_layernorm_params_t 
     }
 }
 
+/* Split rows (few rows of many columns, e.g. batch 1's 49 x 1568): one
+ * block of blockDim.x threads per row, NV slots of 4 columns per thread
+ * (slot i of thread t: columns 4 (t + i blockDim.x) .. + 3), the two
+ * sums reduced over the warps through shared memory in a fixed order.
+ * There one warp per row leaves most SMs idle and walks up to 16 slots
+ * with the weights read after the reductions. */
+#define MVRT_LN_SPLIT_MAX_WARPS 8
+template <int NV, int Y16, int X16>
+__global__ void __launch_bounds__(MVRT_LN_SPLIT_MAX_WARPS * MVRT_WARP_SIZE) layernorm_split_kernel(mvrt_layernorm_params_t p)
+{
+    __shared__ float part[2][MVRT_LN_SPLIT_MAX_WARPS];
+    const int t = threadIdx.x, nt = blockDim.x, warp = t / MVRT_WARP_SIZE, nw = nt / MVRT_WARP_SIZE;
+    const int64_t c4n = p.cols / 4;
+    const float inv_n = 1.f / (float)p.cols;
+    const float4 *w4 = reinterpret_cast<const float4 *>(p.weight);
+    const float4 *b4 = reinterpret_cast<const float4 *>(p.bias);
+    float4 wv[NV], bv[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        const int64_t c4 = t + (int64_t)i * nt;
+        if (c4 < c4n) wv[i] = w4[c4], bv[i] = b4[c4];
+    }
+    for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+        const float *x = X16 ? reinterpret_cast<const float *>(reinterpret_cast<const uint16_t *>(p.x) + row * p.x_ld)
+                             : p.x + row * p.x_ld;
+        typename ln_slot<X16>::type r[NV];
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int64_t c4 = t + (int64_t)i * nt;
+            if constexpr (X16 != 0) r[i] = c4 < c4n ? reinterpret_cast<const uint2 *>(x)[c4] : make_uint2(0u, 0u);
+            else r[i] = c4 < c4n ? reinterpret_cast<const float4 *>(x)[c4] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        float4 v[NV];
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            v[i] = ln_widen<X16>(r[i]);
+            s += (v[i].x + v[i].y) + (v[i].z + v[i].w);
+        }
+        s = warp_sum(s);
+        if (t % MVRT_WARP_SIZE == 0) part[0][warp] = s;
+        __syncthreads();
+        s = 0.f;
+        for (int k = 0; k < nw; k++) s += part[0][k];
+        const float mean = s * inv_n;
+        float q = 0.f;
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            if (t + (int64_t)i * nt < c4n) {
+                const float a = v[i].x - mean, b = v[i].y - mean, c = v[i].z - mean, d = v[i].w - mean;
+                q += (a * a + b * b) + (c * c + d * d);
+            }
+        }
+        q = warp_sum(q);
+        if (t % MVRT_WARP_SIZE == 0) part[1][warp] = q;
+        __syncthreads();
+        q = 0.f;
+        for (int k = 0; k < nw; k++) q += part[1][k];
+        const float rstd = 1.f / sqrtf(q * inv_n + p.eps);
+        float4 *y4 = Y16 ? nullptr : reinterpret_cast<float4 *>(p.y + row * p.y_ld);
+        uint2 *y4h = Y16 ? reinterpret_cast<uint2 *>(reinterpret_cast<uint16_t *>(p.y) + row * p.y_ld) : nullptr;
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int64_t c4 = t + (int64_t)i * nt;
+            if (c4 < c4n) {
+                float4 o;
+                o.x = (v[i].x - mean) * rstd * wv[i].x + bv[i].x;
+                o.y = (v[i].y - mean) * rstd * wv[i].y + bv[i].y;
+                o.z = (v[i].z - mean) * rstd * wv[i].z + bv[i].z;
+                o.w = (v[i].w - mean) * rstd * wv[i].w + bv[i].w;
+                if constexpr (Y16 != 0) y4h[c4] = make_uint2(mvrt_h16x2<Y16>(o.x, o.y), mvrt_h16x2<Y16>(o.z, o.w));
+                else y4[c4] = o;
+            }
+        }
+        __syncthreads(); /* part[] is rewritten by the next row */
+    }
+}
+
 template <int Y16, int X16, bool PF>
 static inline void launch_layernorm_nv(const mvrt_layernorm_params_t &p, int nv, unsigned blocks, int threads,
                                        mvrt_gpu_stream_t s)
@@ -203,7 +283,6 @@ static inline void launch_layernorm_nv(const mvrt_layernorm_params_t &p, int nv,
     case 5: layernorm_kernel<5, Y16, X16, PF><<<blocks, threads, 0, s>>>(p); break;
     case 6: layernorm_kernel<6, Y16, X16, PF><<<blocks, threads, 0, s>>>(p); break;
     case 8: layernorm_kernel<8, Y16, X16, PF><<<blocks, threads, 0, s>>>(p); break;
-    case 16: layernorm_kernel<16, Y16, X16, PF><<<blocks, threads, 0, s>>>(p); break;
     default: layernorm_kernel<0, Y16, X16, PF><<<blocks, threads, 0, s>>>(p); break;
     }
 }
@@ -221,6 +300,28 @@ static inline void launch_layernorm_t16(const mvrt_layernorm_params_t &p, int nv
     else launch_layernorm_nv<T16, 0, false>(p, nv, blocks, threads, s);
 }
 
+/* The split-row kernel for NV slots per thread (1..8). */
+template <int Y16, int X16>
+static inline void launch_layernorm_split_nv(const mvrt_layernorm_params_t &p, int nv, unsigned blocks, int threads,
+                                             mvrt_gpu_stream_t s)
+{
+    switch (nv) {
+    case 1: layernorm_split_kernel<1, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 2: layernorm_split_kernel<2, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 3: layernorm_split_kernel<3, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    case 4: layernorm_split_kernel<4, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    default: layernorm_split_kernel<8, Y16, X16><<<blocks, threads, 0, s>>>(p); break;
+    }
+}
+template <int T16>
+static inline void launch_layernorm_split_t16(const mvrt_layernorm_params_t &p, int nv, unsigned blocks, int threads,
+                                              mvrt_gpu_stream_t s)
+{
+    if (p.x16 && p.y16) launch_layernorm_split_nv<T16, T16>(p, nv, blocks, threads, s);
+    else if (p.x16) launch_layernorm_split_nv<0, T16>(p, nv, blocks, threads, s);
+    else launch_layernorm_split_nv<T16, 0>(p, nv, blocks, threads, s);
+}
+
 /* warp_size: the device's (equals the device pass's MVRT_WARP_SIZE);
  * sm_count: its multiprocessors (how many rows make PF worth it). */
 static inline mvrt_gpu_error_t launch_layernorm(const mvrt_layernorm_params_t &p, int warp_size, int sm_count,
@@ -233,11 +334,32 @@ static inline mvrt_gpu_error_t launch_layernorm(const mvrt_layernorm_params_t &p
     auto a8 = [](const void *q) { return ((uintptr_t)q & 7u) == 0; };
     const bool vec = p.cols % 4 == 0 && p.x_ld % 4 == 0 && p.y_ld % 4 == 0 && (p.x16 ? a8(p.x) : a16(p.x)) &&
                      (p.y16 ? a8(p.y) : a16(p.y)) && a16(p.weight) && a16(p.bias);
-    const int64_t per_lane = (p.cols / 4 + warp_size - 1) / warp_size;
+    const int64_t c4n = p.cols / 4, per_lane = (c4n + warp_size - 1) / warp_size;
+    /* Split rows (H200, 16-bit in, graphs of 20 launches, us per launch,
+     * one warp per row -> 8 warps per row): 49 x 1568 5.30 -> 2.06,
+     * 245 x 1568 5.35 -> 2.28, 49 x 1024 2.67 -> 1.94, 49 x 640 2.19 ->
+     * 1.89, 196 x 784 2.62 -> 2.02, 392 x 784 2.66 -> 2.19; no gain at
+     * 196 x 320 (1.90 -> 1.89) and 784 x 392 (2.15 -> 2.18 with 2 warps).
+     * So: rows of more than 8 float4 per lane (the 16-slot form spills
+     * and reads the weights after its reductions), and few rows (at most
+     * 4 per SM) of at least 512 columns; warps per row up to 8, one slot
+     * of 4 columns per thread where that covers the row. */
+    if (vec && c4n <= (int64_t)8 * MVRT_LN_SPLIT_MAX_WARPS * warp_size &&
+        (per_lane > 8 || (p.rows <= 4 * (int64_t)(sm_count > 0 ? sm_count : 1) && c4n >= 4 * (int64_t)warp_size))) {
+        const int64_t w = (c4n + warp_size - 1) / warp_size;
+        const int warps = (int)(w < MVRT_LN_SPLIT_MAX_WARPS ? w : MVRT_LN_SPLIT_MAX_WARPS);
+        const int64_t nv = (c4n + (int64_t)warps * warp_size - 1) / ((int64_t)warps * warp_size);
+        const unsigned blocks = (unsigned)(p.rows < 0x7fffffff ? p.rows : 0x7fffffff);
+        const int t16 = p.y16 ? p.y16 : p.x16;
+        if (t16 == MVRT_STORAGE16_F16) launch_layernorm_split_t16<MVRT_STORAGE16_F16>(p, (int)nv, blocks, warps * warp_size, s);
+        else if (t16) launch_layernorm_split_t16<MVRT_STORAGE16_BF16>(p, (int)nv, blocks, warps * warp_size, s);
+        else launch_layernorm_split_nv<0, 0>(p, (int)nv, blocks, warps * warp_size, s);
+        return mvrt_gpu_get_last_error();
+    }
     /* float4 per lane: exact up to 6 (MambaVision's 320 / 640 / 1024
      * channels: 3 / 5 / 8), so that no registers hold unused slots (640
      * channels on 8 slots: 119 registers, 22 % occupancy, H200 ncu) */
-    const int nv = !vec ? 0 : per_lane <= 6 ? (int)per_lane : per_lane <= 8 ? 8 : per_lane <= 16 ? 16 : 0;
+    const int nv = !vec ? 0 : per_lane <= 6 ? (int)per_lane : per_lane <= 8 ? 8 : 0;
     /* several rows per warp where they still fill two blocks per SM */
     const bool pf = p.x16 && nv > 0 && p.rows >= (int64_t)MVRT_LN_ROWS_PER_WARP * wpb * 2 * (sm_count > 0 ? sm_count : 1);
     const int64_t rpw = pf ? MVRT_LN_ROWS_PER_WARP : 1;

@@ -1875,6 +1875,12 @@ static void run_layernorm16_cases(void)
     case_layernorm_s16("layernorm_x16_y16_9x97_ld101", 9, 97, 4, 4, 1);
     case_layernorm_s16("layernorm_x16_f32_12x640", 12, 640, 0, 0, 2);
     case_layernorm_s16("layernorm_x16_f32_7x96_ld98", 7, 96, 2, 0, 2);
+    /* split rows: MambaVision-L's batch-1 stage-4 rows (8 warps, 2 slots
+     * per thread), many rows of 1568, few of 640 (5 warps) and 1024 */
+    case_layernorm_s16("layernorm_x16_y16_49x1568_split", 49, 1568, 0, 0, 1);
+    case_layernorm_s16("layernorm_x16_f32_2000x1568_split", 2000, 1568, 0, 0, 2);
+    case_layernorm_s16("layernorm_x16_y16_49x640_split", 49, 640, 0, 0, 1);
+    case_layernorm_bf16("layernorm_bf16_49x1024_split", 49, 1024, 0, 0);
 }
 
 /* The 16-bit attention cases (math bf16, fp16 in the fp16 pass). */
@@ -1955,7 +1961,12 @@ int main(int argc, char **argv)
     case_layernorm("layernorm_12x640_vec", 12, 640, 0, 0, 0);
     case_layernorm("layernorm_9x700_vec", 9, 700, 0, 0, 0);
     case_layernorm("layernorm_6x1024_vec", 6, 1024, 0, 0, 0);
-    case_layernorm("layernorm_4x4100_scalar", 4, 4100, 0, 0, 0);
+    /* split rows (a block of up to 8 warps per row): 5 and 4 slots of 4
+     * columns per thread; 2048 float4 (the most it takes), 2049 (scalar) */
+    case_layernorm("layernorm_4x4100_split", 4, 4100, 0, 0, 0);
+    case_layernorm("layernorm_3x8192_split", 3, 8192, 0, 0, 0);
+    case_layernorm("layernorm_2x8196_scalar", 2, 8196, 0, 0, 0);
+    case_layernorm("layernorm_inplace_7x2000_split", 7, 2000, 0, 0, 1);
     case_layernorm("layernorm_17x96_ld100", 17, 96, 4, 8, 0);
     case_layernorm("layernorm_9x97_ld101", 9, 97, 4, 1, 0);
     case_layernorm("layernorm_inplace_65x160", 65, 160, 0, 0, 1);
