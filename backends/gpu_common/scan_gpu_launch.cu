@@ -7,7 +7,10 @@
  *
  * Path choice, forward: for few rows of short sequences (at most 4 rows
  * per SM, L <= 256, N <= 16) the warp-scan kernel (a block per row,
- * parallel in L: selective_scan_gpu_wscan.cuh); else the staged kernel (one thread per channel row and
+ * parallel in L: selective_scan_gpu_wscan.cuh); for N > 16, and for few
+ * long rows (L >= 1024, at most 24 rows per SM), its chunked form (a warp
+ * per row, parallel in L, 256-step chunks, B and C staged in shared
+ * memory; use_wscan_chunks has the measurements); else the staged kernel (one thread per channel row and
  * segment of L, N <= 16, variable B and C, unit L-strides) wherever it
  * applies, else the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
@@ -22,6 +25,7 @@
  *   MVRT_CUDA_SCAN_PATH=general  force the general kernels
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
  *   MVRT_CUDA_SCAN_PATH=wscan    the warp-scan forward for every problem it supports
+ *   MVRT_CUDA_SCAN_PATH=wscan-chunks  its chunked form (any N, any L) for every problem
  *   MVRT_CUDA_SCAN_WSCAN=0       no warp-scan forward (the paths it replaced)
  *   MVRT_CUDA_SCAN_WSCAN_FAST=0  the warp-scan forward's general kernel also
  *                                where its fp32 unit-stride form applies
@@ -63,6 +67,7 @@ struct knobs {
     int force_general;
     int force_lanes;
     int force_wscan;
+    int force_wscan_chunks;
     int wscan_off;
     int wscan_fast_off;
     int force_staged;
@@ -84,6 +89,7 @@ const knobs &get_knobs()
         v.force_general = s && strcmp(s, "general") == 0;
         v.force_lanes = s && strcmp(s, "lanes") == 0;
         v.force_wscan = s && strcmp(s, "wscan") == 0;
+        v.force_wscan_chunks = s && strcmp(s, "wscan-chunks") == 0;
         v.force_staged = !s ? STAGED_AUTO
                          : strcmp(s, "staged") == 0 ? STAGED_ANY
                          : strcmp(s, "staged-chunks") == 0 ? STAGED_CHUNKS
@@ -174,6 +180,25 @@ bool use_wscan(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
         return false;
     return kn.force_wscan ? wscan_path_supported(*p) : wscan_path_preferred(*p, sm_count());
 }
+/* forward: the chunked warp-scan kernel for many states (N > 16, where
+ * only the general kernel goes otherwise) and for long rows too few for
+ * the staged kernel's thread per row (L >= 1024, at most 24 rows per SM).
+ * H200, fp32 fwd ms, chunks / staged: 1 536 rows of L 4096 (a Mamba
+ * layer at batch 1) 0.241 / 0.487; 12 288 rows (batch 8) 1.364 / 0.847.
+ * Between them the crossover is interpolated from the two kernels'
+ * update rates (chunks ~420-600 G/s flat, staged ~rows-proportional up to
+ * ~950), not measured: about 28 rows per SM. */
+bool use_wscan_chunks(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    const knobs &kn = get_knobs();
+    if (wscan_chunks_smem(p->dstate) > t->smem_limit) return false;
+    if (kn.force_wscan_chunks) return wscan_chunks_supported(*p);
+    if (kn.force_general || kn.force_lanes || kn.force_staged != STAGED_AUTO || kn.force_wscan || kn.rows_max > 0 ||
+        t->tpr_override != 0)
+        return false;
+    return wscan_chunks_supported(*p) &&
+           (p->dstate > 16 || (p->seqlen >= 1024 && p->batch * p->dim <= 24 * (int64_t)sm_count()));
+}
 /* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
@@ -208,6 +233,7 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
                                           gpuStream_t s)
 {
     if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, !get_knobs().wscan_fast_off, t->dependent_launch != 0, s);
+    if (use_wscan_chunks(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_chunks_typed, *p, s);
     {
         /* a plan (mode != 0) always fits t->smem_limit */
         const staged_config c = staged_cfg_for(p, t);
@@ -294,53 +320,6 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
     k.nsub = (int)w.nsub;
     if (!bind_workspace(k, w, p)) return gpuErrorInvalidValue;
     MVRT_SCAN_BY_DTYPE(launch_bwd_typed, k, c, s);
-}
-
-extern "C" void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
-                                        char *buf, size_t n)
-{
-    if (!bwd) {
-        const staged_config c = staged_cfg_for(p, t);
-        if (c.mode != 0) {
-            snprintf(buf, n, "staged %s ns=%d lpr=%d T=%d S=%d SL=%d ch=%d ntiles=%d threads=%d vec=%d%s smem=%zu",
-                     c.mode == 2 ? "chunks" : "whole-rows", c.ns, c.lpr, c.T, c.S, c.SL, c.ch, c.ntiles, c.threads, c.vec,
-                     c.vec4 ? " vec4" : "", c.smem);
-            return;
-        }
-    }
-    if (bwd ? use_row_bwd(p, t) : use_row(p, t)) {
-        const row_config c = row_cfg_for(p, bwd, t);
-        if (c.smem <= t->smem_limit) {
-            snprintf(buf, n, "row ns=%d T=%d TB=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T, c.TB, c.ch,
-                     c.ntiles, c.threads, c.smem);
-            return;
-        }
-    }
-    if (bwd) {
-        const staged_bwd_config c = staged_bwd_cfg_for(p, t);
-        if (c.ok) {
-            snprintf(buf, n, "staged-bwd ns=%d lpr=%d T=%d ch=%d ntiles=%d threads=%d vec=%d smem=%zu", c.ns, c.lpr, c.T,
-                     c.ch, c.ntiles, c.threads, c.vec, c.smem);
-            return;
-        }
-    }
-    if (bwd && use_lanes_bwd(p, t)) {
-        const lanes_bwd_config c = lanes_bwd_cfg_for(p, t);
-        if (c.smem <= t->smem_limit) {
-            snprintf(buf, n, "lanes-bwd ns=%d T=%d TS=%d ch=%d ntiles=%d threads=%d smem=%zu", c.ns, c.T,
-                     MVRT_SCAN_LB_TS, c.ch, c.ntiles, c.threads, c.smem);
-            return;
-        }
-    }
-    if (!bwd && use_lanes(p, t)) {
-        snprintf(buf, n, "lanes ns=%d T=%d threads=%d",
-                 p->dstate <= 1 ? 1 : p->dstate <= 2 ? 2 : p->dstate <= 4 ? 4 : p->dstate <= 8 ? 8 : 16,
-                 MVRT_SCAN_LANES_T, t->warp_size);
-        return;
-    }
-    const config c = cfg_for(p, bwd, t);
-    snprintf(buf, n, "general npt=%d tpr=%d tb=%d ch=%d ntiles=%d threads=%d ts=%d smem=%zu", c.npt, c.tpr, c.tb,
-             c.ch, c.ntiles, c.threads, c.ts, c.smem);
 }
 
 extern "C" gpuError_t mvrt_gpu_fill_pattern(void *dst, size_t bytes, const void *pattern, size_t psize,

@@ -33,9 +33,6 @@ gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tu
 size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t);
 /* p->workspace must hold at least mvrt_gpu_scan_bwd_workspace() bytes. */
 gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t, gpuStream_t s);
-/* Human-readable launch configuration (for benchmarks). */
-void mvrt_gpu_scan_describe(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t,
-                             char *buf, size_t n);
 /* Repeats a 1-, 2- or 4-byte pattern over `bytes` (a multiple of psize). */
 gpuError_t mvrt_gpu_fill_pattern(void *dst, size_t bytes, const void *pattern, size_t psize,
                                    gpuStream_t s);

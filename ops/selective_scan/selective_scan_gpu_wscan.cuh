@@ -249,6 +249,248 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_ke
     }
 }
 
+/* ---------------------------------------------------------------------
+ * The warp-scan forward for any N and any L ("chunks"): many states and
+ * long sequences, where the serial kernels are slow (at N = 64 the
+ * general kernel spends a warp per row and a 5-round shuffle sum of y on
+ * every step; at batch 1 the staged kernel walks L = 4096 one step after
+ * the other). A block of 8 warps takes 8 channel rows of one (batch,
+ * group), a warp one row; L is walked in chunks of 256 steps, lane i
+ * taking steps [8 i, 8 i + 8) of a chunk. Per state, a serial pass over
+ * the lane's 8 steps gives its affine map h -> a h + b, a 5-round shuffle
+ * scan over the lanes the incoming state (from the state at the chunk's
+ * start, kept in shared memory between chunks), and a second pass h_t and
+ * C_t h_t, summed into the lane's 8 outputs in registers: y needs no
+ * reduction over lanes or warps. The chunk's variable B and C (shared by
+ * the block's rows) are staged in shared memory 16 states at a time by
+ * the whole block, every load in flight at once, so a state's operands
+ * are a shared-memory read away instead of a global round trip; A's row
+ * (16 states) is one load per lane, broadcast by shuffles. Steps past L
+ * use delta = 0 and B = 0 (a = 1, b = 0): the last lane's state is the
+ * chunk's end state and, after the last chunk, last_state. Fixed-order
+ * sums: bitwise reproducible. VEC: unit L-strides and 8-element-aligned
+ * rows of u, delta, z, out and variable B / C (one or two 16-byte loads
+ * per lane and operand). Any strides otherwise, variable or constant B and
+ * C, groups, D, z, delta_bias, softplus, last_state; N <= 1024. */
+#define MVRT_SCAN_WSC_T 8                          /* steps per lane and chunk */
+#define MVRT_SCAN_WSC_CHUNK (32 * MVRT_SCAN_WSC_T) /* steps per chunk */
+#define MVRT_SCAN_WSC_ROWS 8                       /* rows (warps) per block */
+#define MVRT_SCAN_WSC_SB 16                        /* states staged at a time */
+#define MVRT_SCAN_WSC_N_MAX 1024
+
+static inline bool wscan_chunks_supported(const mvrt_scan_params_t &p)
+{
+    return p.dstate >= 1 && p.dstate <= MVRT_SCAN_WSC_N_MAX && p.seqlen >= 1 && p.batch * p.dim <= INT32_MAX &&
+           p.groups >= 1 && p.dim % p.groups == 0;
+}
+
+/* 8 consecutive elements of one row from element offset `off` (steps
+ * `stride` apart), as f32; zeros past `nv` valid ones. VEC: one (16-bit)
+ * or two (f32) 16-byte loads when all 8 are valid. */
+template <typename Tin, bool VEC>
+static __device__ __forceinline__ void wsc_load8(float (&v)[MVRT_SCAN_WSC_T], const void *base, int64_t off,
+                                                 int64_t stride, int nv)
+{
+    if (VEC && nv == MVRT_SCAN_WSC_T) {
+        if constexpr (sizeof(Tin) == 4) {
+            const float4 a = reinterpret_cast<const float4 *>((const float *)base + off)[0];
+            const float4 b = reinterpret_cast<const float4 *>((const float *)base + off)[1];
+            v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        } else {
+            const uint4 q = *reinterpret_cast<const uint4 *>((const Tin *)base + off);
+            const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const unsigned short lo = (unsigned short)(w[k] & 0xffffu), hi = (unsigned short)(w[k] >> 16);
+                Tin a, b;
+                memcpy(&a, &lo, 2);
+                memcpy(&b, &hi, 2);
+                v[2 * k] = io<Tin>::wide(a), v[2 * k + 1] = io<Tin>::wide(b);
+            }
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < MVRT_SCAN_WSC_T; ++k) v[k] = k < nv ? io<Tin>::ld(base, off + k * stride) : 0.f;
+}
+
+/* Stages steps [c0, c0 + 256) of states [s0, s0 + SB) of a variable B or
+ * C (base: its (batch, group) offset) into dst[state][step] as floats,
+ * zeros past L or N; all 256 threads, 8 steps each per state row. */
+template <typename Tin, bool VEC>
+static __device__ __forceinline__ void wsc_stage(float *dst, const mvrt_scan_operand_t &op, int64_t base, int s0,
+                                                 int N, int c0, int L)
+{
+    constexpr int TM = MVRT_SCAN_WSC_T, CH = MVRT_SCAN_WSC_CHUNK, PER = CH / TM; /* 32 pieces per state row */
+    for (int k = threadIdx.x; k < MVRT_SCAN_WSC_SB * PER; k += MVRT_SCAN_WSCAN_THREADS) {
+        const int q = k / PER, j = (k - q * PER) * TM, n = s0 + q, l = c0 + j, rem = L - l;
+        const int nv = n >= N || rem <= 0 ? 0 : rem < TM ? rem : TM;
+        float v[TM];
+        wsc_load8<Tin, VEC>(v, op.data, base + (int64_t)n * op.stride[2] + (int64_t)l * op.stride[3], op.stride[3], nv);
+        float4 *d4 = reinterpret_cast<float4 *>(dst + q * CH + j);
+        d4[0] = make_float4(v[0], v[1], v[2], v[3]);
+        d4[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+}
+
+/* Launch needs: blockDim 256, dynamic shared memory wscan_chunks_smem(N). */
+static inline size_t wscan_chunks_smem(int64_t N)
+{
+    return (size_t)(2 * MVRT_SCAN_WSC_SB * MVRT_SCAN_WSC_CHUNK + MVRT_SCAN_WSC_ROWS * N) * sizeof(float);
+}
+
+template <typename Tin, bool VEC>
+__global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chunks_kernel(const mvrt_scan_params_t p)
+{
+    constexpr int TM = MVRT_SCAN_WSC_T, CH = MVRT_SCAN_WSC_CHUNK, R = MVRT_SCAN_WSC_ROWS, SB = MVRT_SCAN_WSC_SB;
+    extern __shared__ float4 wsc_smem4[];
+    float *sB = reinterpret_cast<float *>(wsc_smem4); /* (SB, CH) */
+    float *sC = sB + SB * CH;                         /* (SB, CH) */
+    float *hc = sC + SB * CH;                         /* (R, N): each row's states at the chunk's start */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int L = (int)p.seqlen, N = (int)p.dstate;
+    const int64_t dpg = p.dim / p.groups, tiles = (dpg + R - 1) / R, nwork = p.batch * p.groups * tiles;
+    const bool sp = p.delta_softplus != 0, bvar = p.b_variable != 0, cvar = p.c_variable != 0;
+    const float *Ap = (const float *)p.A.data;
+    float *h0 = hc + warp * N;
+    for (int64_t w = blockIdx.x; w < nwork; w += gridDim.x) {
+        const int64_t b = w / (p.groups * tiles), rest = w - b * p.groups * tiles, g = rest / tiles;
+        const int64_t d = g * dpg + (rest - g * tiles) * R + warp; /* this warp's row */
+        const bool has_row = d < (g + 1) * dpg;
+        const int64_t ub = b * p.u.stride[0] + d * p.u.stride[1], db = b * p.delta.stride[0] + d * p.delta.stride[1];
+        const int64_t zb = b * p.z.stride[0] + d * p.z.stride[1], ob = b * p.out.stride[0] + d * p.out.stride[1];
+        const int64_t Bg = b * p.B.stride[0] + g * p.B.stride[1], Cg = b * p.C.stride[0] + g * p.C.stride[1];
+        float bias = 0.f, Dv = 0.f;
+        if (has_row) {
+            if (p.delta_bias.data) bias = ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]];
+            if (p.D.data) Dv = ((const float *)p.D.data)[d * p.D.stride[0]];
+            for (int n = lane; n < N; n += 32) h0[n] = 0.f;
+        }
+        MVRT_SYNCWARP();
+        for (int c0 = 0; c0 < L; c0 += CH) {
+            MVRT_SYNCWARP(); /* lane 31's h0 writes of the chunk before are seen (constant B and C: no barrier) */
+            const int l0 = c0 + lane * TM, rem = L - l0, nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
+            float uv[TM], du[TM], dl[TM], y[TM];
+            wsc_load8<Tin, VEC>(uv, p.u.data, ub + l0 * p.u.stride[2], p.u.stride[2], nv);
+            wsc_load8<Tin, VEC>(dl, p.delta.data, db + l0 * p.delta.stride[2], p.delta.stride[2], nv);
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                const float v = dl[i] + bias;
+                dl[i] = i < nv ? (sp ? mvrt_softplusf(v) : v) : 0.f; /* past L: a = 1, b = 0 */
+                du[i] = dl[i] * uv[i];
+                y[i] = 0.f;
+            }
+            for (int s0 = 0; s0 < N; s0 += SB) {
+                if (bvar || cvar) {
+                    __syncthreads(); /* the previous states' reads of sB / sC are done */
+                    if (bvar) wsc_stage<Tin, VEC>(sB, p.B, Bg, s0, N, c0, L);
+                    if (cvar) wsc_stage<Tin, VEC>(sC, p.C, Cg, s0, N, c0, L);
+                    __syncthreads();
+                }
+                if (!has_row) continue;
+                /* A, constant B and C of states s0 + lane (lane < SB), broadcast below */
+                const int nl = s0 + (lane & (SB - 1));
+                const bool okl = nl < N;
+                const float Al = okl ? Ap[d * p.A.stride[0] + nl * p.A.stride[1]] * MVRT_SCAN_LOG2E : 0.f;
+                const float Bl = !bvar && okl ? ((const float *)p.B.data)[d * p.B.stride[0] + nl * p.B.stride[1]] : 0.f;
+                const float Cl = !cvar && okl ? ((const float *)p.C.data)[d * p.C.stride[0] + nl * p.C.stride[1]] : 0.f;
+                const int ns = N - s0 < SB ? N - s0 : SB;
+#pragma unroll 2
+                for (int q = 0; q < ns; ++q) {
+                    const int n = s0 + q;
+                    const float A2 = MVRT_SHFL(Al, q, 32);
+                    const float carry = h0[n]; /* read before the shuffles below; lane 31 writes after them */
+                    float bv[TM], cv[TM];
+                    if (bvar) {
+                        const float4 *r4 = reinterpret_cast<const float4 *>(sB + q * CH + lane * TM);
+                        const float4 x0 = r4[0], x1 = r4[1];
+                        bv[0] = x0.x, bv[1] = x0.y, bv[2] = x0.z, bv[3] = x0.w, bv[4] = x1.x, bv[5] = x1.y, bv[6] = x1.z,
+                        bv[7] = x1.w;
+                    } else {
+                        const float v = MVRT_SHFL(Bl, q, 32);
+#pragma unroll
+                        for (int i = 0; i < TM; ++i) bv[i] = v;
+                    }
+                    if (cvar) {
+                        const float4 *r4 = reinterpret_cast<const float4 *>(sC + q * CH + lane * TM);
+                        const float4 x0 = r4[0], x1 = r4[1];
+                        cv[0] = x0.x, cv[1] = x0.y, cv[2] = x0.z, cv[3] = x0.w, cv[4] = x1.x, cv[5] = x1.y, cv[6] = x1.z,
+                        cv[7] = x1.w;
+                    } else {
+                        const float v = MVRT_SHFL(Cl, q, 32);
+#pragma unroll
+                        for (int i = 0; i < TM; ++i) cv[i] = v;
+                    }
+                    float av[TM], pa = 1.f, pb = 0.f;
+#pragma unroll
+                    for (int i = 0; i < TM; ++i) {
+                        av[i] = exp2f(dl[i] * A2);
+                        bv[i] *= du[i];
+                        pb = av[i] * pb + bv[i];
+                        pa *= av[i];
+                    }
+#pragma unroll
+                    for (int o = 1; o < 32; o <<= 1) {
+                        const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+                        if (lane >= o) pb = pa * qb + pb, pa *= qa;
+                    }
+                    const float ea = MVRT_SHFL(pa, (lane - 1) & 31, 32), eb = MVRT_SHFL(pb, (lane - 1) & 31, 32);
+                    float h = lane == 0 ? carry : ea * carry + eb;
+#pragma unroll
+                    for (int i = 0; i < TM; ++i) {
+                        h = av[i] * h + bv[i];
+                        y[i] += cv[i] * h;
+                    }
+                    if (lane == 31) h0[n] = h;
+                }
+            }
+            if (has_row && nv > 0) {
+                float zv[TM];
+                if (p.z.data) wsc_load8<Tin, VEC>(zv, p.z.data, zb + l0 * p.z.stride[2], p.z.stride[2], nv);
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+                    float v = y[i] + Dv * uv[i];
+                    if (p.z.data) v *= zv[i] / (1.f + expf(-zv[i]));
+                    if (i < nv) io<Tin>::st(p.out.data, ob + (l0 + i) * p.out.stride[2], v);
+                }
+            }
+        }
+        MVRT_SYNCWARP();
+        if (has_row && p.last_state.data)
+            for (int n = lane; n < N; n += 32)
+                ((float *)p.last_state.data)[b * p.last_state.stride[0] + d * p.last_state.stride[1] +
+                                             n * p.last_state.stride[2]] = h0[n];
+        MVRT_SYNCWARP(); /* h0 is reset for the next row after these reads */
+    }
+}
+
+/* VEC's conditions: unit L-strides of u, delta, z, out and variable B / C,
+ * every other stride of them a multiple of 8 elements and their data
+ * aligned to 8 elements, so that every lane's 8 steps start 8-element
+ * aligned. */
+static inline bool wscan_chunks_vec(const mvrt_scan_params_t &p)
+{
+    const int64_t es = p.input_dtype == MVRT_SCAN_F32 ? 4 : 2;
+    auto ok = [&](const mvrt_scan_operand_t &o, int lstride_axis, int naxes) {
+        if (o.stride[lstride_axis] != 1 || ((uintptr_t)o.data % (uintptr_t)(8 * es)) != 0) return false;
+        for (int a = 0; a < naxes; ++a)
+            if (a != lstride_axis && o.stride[a] % 8 != 0) return false;
+        return true;
+    };
+    return ok(p.u, 2, 3) && ok(p.delta, 2, 3) && (!p.z.data || ok(p.z, 2, 3)) &&
+           (!p.b_variable || ok(p.B, 3, 4)) && (!p.c_variable || ok(p.C, 3, 4));
+}
+
+template <typename Tin>
+static mvrt_gpu_error_t launch_fwd_wscan_chunks_typed(const mvrt_scan_params_t &p, mvrt_gpu_stream_t s)
+{
+    const size_t smem = wscan_chunks_smem(p.dstate);
+    const int64_t tiles = (p.dim / p.groups + MVRT_SCAN_WSC_ROWS - 1) / MVRT_SCAN_WSC_ROWS;
+    void (*fn)(const mvrt_scan_params_t) =
+        wscan_chunks_vec(p) ? scan_fwd_wscan_chunks_kernel<Tin, true> : scan_fwd_wscan_chunks_kernel<Tin, false>;
+    return launch_scan_kernel(fn, p, p.batch * p.groups * tiles, MVRT_SCAN_WSCAN_THREADS, smem, s);
+}
+
 /* allow_fast: the fp32 form where it applies (the launcher's knob can
  * keep the general kernel, which tests and benchmarks compare), as a
  * programmatic dependent launch when `dependent` (CUDA sm_90+: the fp32

@@ -400,6 +400,14 @@ int main(int argc, char **argv)
         {"bf16_odd_padded",   2,  40,  37,   4, 1, 1, 1, 1, 1, 1, 1, BF, 1},
         {"f16_N16_groups",    2,  48,  64,  16, 2, 1, 1, 1, 0, 1, 1, H, 0},
         {"z_N2_L100",         2,  96, 100,   2, 1, 1, 1, 0, 1, 1, 1, F, 0},
+        /* many states and long rows: the chunked warp-scan forward (256-step
+         * chunks of 8 steps per lane; VEC where rows are 8-element aligned
+         * with unit L-strides: L 512 and 600, fp32 and bf16) */
+        {"N48_L512_vec",      2,  24, 512,  48, 1, 1, 1, 1, 0, 1, 1, F, 0},
+        {"bf16_N64_z_L600",   2,  40, 600,  64, 1, 1, 1, 1, 1, 1, 1, BF, 0},
+        {"f16_N128_grp_cC",   2,  16, 300, 128, 2, 1, 0, 1, 1, 0, 1, H, 0},
+        {"N24_L257_padded",   1,  20, 257,  24, 1, 1, 1, 0, 1, 1, 1, F, 1},
+        {"N32_L520_strided",  2,   9, 520,  32, 1, 0, 1, 1, 0, 1, 0, F, 2},
         {"many_rows_L196",   30, 160, 196,   8, 1, 1, 1, 1, 0, 1, 1, F, 0},
         {"many_rows_L49",    16, 320,  49,   8, 1, 1, 1, 1, 0, 1, 1, F, 0},
         {"bf16_many_rows",   28, 160, 196,   8, 1, 1, 1, 1, 0, 1, 1, BF, 0},
