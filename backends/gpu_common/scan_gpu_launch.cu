@@ -26,6 +26,8 @@
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
  *   MVRT_CUDA_SCAN_PATH=wscan    the warp-scan forward for every problem it supports
  *   MVRT_CUDA_SCAN_PATH=wscan-chunks  its chunked form (any N, any L) for every problem
+ *                                the few-row warp-scan kernel does not take (use_wscan
+ *                                runs first and still takes few rows of L <= 256, N <= 16)
  *   MVRT_CUDA_SCAN_WSCAN=0       no warp-scan forward (the paths it replaced)
  *   MVRT_CUDA_SCAN_WSCAN_FAST=0  the warp-scan forward's general kernel also
  *                                where its fp32 unit-stride form applies

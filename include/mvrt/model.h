@@ -96,7 +96,7 @@ MVRT_API mvrt_status_t mvrt_model_load(mvrt_backend_t *backend, const mvrt_model
 
 /* Deterministic weights from `seed` (the same on every backend and
  * machine), drawn as the reference model (NVlabs MambaVision) initialises
- * itself: every linear layer's weight normal(0, 0.02) cut at +-2 and its
+ * itself: every linear layer's weight normal(0, 0.02) and its
  * bias 0 (dt_proj's too), convolutions PyTorch's default uniform(+-1/
  * sqrt(fan_in)) with their biases, LayerNorm and BatchNorm weight 1 and
  * bias 0 with identity statistics, Mamba's A = -(1..N) and D = 1, gamma =
