@@ -26,8 +26,7 @@
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
  *   MVRT_CUDA_SCAN_PATH=wscan    the warp-scan forward for every problem it supports
  *   MVRT_CUDA_SCAN_PATH=wscan-chunks  its chunked form (any N, any L) for every problem
- *                                the few-row warp-scan kernel does not take (use_wscan
- *                                runs first and still takes few rows of L <= 256, N <= 16)
+ *                                it supports
  *   MVRT_CUDA_SCAN_WSCAN=0       no warp-scan forward (the paths it replaced)
  *   MVRT_CUDA_SCAN_WSCAN_FAST=0  the warp-scan forward's general kernel also
  *                                where its fp32 unit-stride form applies
@@ -178,7 +177,7 @@ bool use_wscan(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
     if (kn.force_general || kn.force_lanes || kn.force_staged != STAGED_AUTO || kn.wscan_off || kn.rows_max > 0 ||
-        t->tpr_override != 0)
+        kn.force_wscan_chunks || t->tpr_override != 0)
         return false;
     return kn.force_wscan ? wscan_path_supported(*p) : wscan_path_preferred(*p, sm_count());
 }
