@@ -349,8 +349,10 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         gpuMemPoolDestroy(d->pool);
         goto fail;
     }
+    d->opctx.smem_limit = d->tuning.smem_limit; /* capped to the code's architecture above */
 #ifdef MVRT_GPU_HOST_CUDA
     d->opctx.mma16 = d->code_arch >= 80;
+    d->opctx.mma_f16 = d->code_arch >= 75;
     {
         /* MVRT_CUDA_FP32_ATTENTION=simt keeps fp32 attention on the fp32
          * SIMT kernel (tests compare both; no accuracy reason to) */
@@ -383,6 +385,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
     }
 #else
     d->opctx.mma16 = 0; /* the mma.sync kernels are NVIDIA-only */
+    d->opctx.mma_f16 = 0;
     d->opctx.mma_tf32x3 = 0;
     d->opctx.split_attention = 0;
     d->opctx.mixer_proj_tokens = 0;
@@ -450,13 +453,16 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
         snprintf(info.features + used, sizeof info.features - used,
                  " code=sm_%d tensor-cores=%s clusters=%s dependent-launch=%s fp32-gemm=%s conv=%s"
                  " 16bit-attention=%s 16bit-weights=%s math=%s smem-per-block=%zu",
-                 d->code_arch, d->opctx.mma16 ? (d->opctx.mma_tf32x3 ? "bf16,fp16,tf32" : "bf16,fp16") : "none",
+                 d->code_arch,
+                 d->opctx.mma16 ? (d->opctx.mma_tf32x3 ? "bf16,fp16,tf32" : "bf16,fp16")
+                 : d->opctx.mma_f16 ? "fp16"
+                                    : "none",
                  d->opctx.cluster_gemm > 0 ? "yes" : "no", d->opctx.dependent_launch ? "yes" : "no",
                  d->opctx.blas ? (mvrt_cuda_blas_uses_3xtf32(d->opctx.blas) ? "3xtf32" : "cublas") : "builtin",
                  !d->opctx.conv                                  ? "im2col"
                  : d->opctx.conv == mvrt_cuda_conv_3xtf32_sm90 ? "implicit,16bit-sm90"
                                                                  : "implicit",
-                 d->opctx.mma16 ? "io16" : "simt",
+                 d->opctx.mma16 || d->opctx.mma_f16 ? "io16" : "simt",
                  d->opctx.gemm ? "once" : "fp32",
                  /* graph math modes: bf16 and TF32 need sm_80+ tensor cores
                   * (mvrt_graph_create refuses bf16 without them; fast math

@@ -632,7 +632,7 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16) return linear_b16_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_ATTENTION && (p->u.attention.qkv16 || p->u.attention.out16))
-        return attention_io16_takes(p->u.attention, ctx->mma16 != 0);
+        return attention_io16_takes(p->u.attention, ctx->mma16 != 0, ctx->mma_f16 != 0, ctx->smem_limit);
     if (p->kind == MVRT_OP_DWCONV1D_SILU && (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16))
         return dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count);
     if (p->kind == MVRT_OP_MLP) {
@@ -706,14 +706,16 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
         e = launch_dwconv1d(p->u.dwconv1d, ctx->sm_count, s);
         break;
     case MVRT_OP_ATTENTION:
-        if ((p->u.attention.qkv16 || p->u.attention.out16) && !attention_io16_takes(p->u.attention, ctx->mma16 != 0)) {
-            snprintf(msg, msg_n, "attention: 16-bit qkv / output need both fields set, bf16 / fp16 math, the 16-bit "
-                                 "tensor-core kernels (NVIDIA sm_80+ code), length <= %d and head_dim <= 64",
-                     MVRT_ATT16_MAXL);
+        if ((p->u.attention.qkv16 || p->u.attention.out16) &&
+            !attention_io16_takes(p->u.attention, ctx->mma16 != 0, ctx->mma_f16 != 0, ctx->smem_limit)) {
+            snprintf(msg, msg_n, "attention: 16-bit qkv / output need both fields set, bf16 / fp16 math, the math's "
+                                 "16-bit tensor-core kernels (NVIDIA sm_80+ code; fp16: sm_75+), length <= %d, "
+                                 "head_dim <= 64 and K and V within the block's %zu bytes of shared memory",
+                     MVRT_ATT16_MAXL, ctx->smem_limit);
             return MVRT_GPU_OP_UNSUPPORTED;
         }
-        e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma16 != 0, ctx->mma_tf32x3 != 0,
-                             ctx->split_attention != 0, s);
+        e = launch_attention(p->u.attention, ctx->sm_count, ctx->mma16 != 0, ctx->mma_f16 != 0,
+                             ctx->mma_tf32x3 != 0, ctx->split_attention != 0, ctx->smem_limit, s);
         break;
     case MVRT_OP_CONV2D: return run_conv2d(p->u.conv2d, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_WINDOW_PARTITION:

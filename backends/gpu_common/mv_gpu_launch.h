@@ -77,6 +77,8 @@ typedef struct mvrt_gpu_op_ctx {
     int sm_count;           /* multiprocessors: sizes the split-K of small GEMMs */
     int mma16;              /* NVIDIA sm_80+: the bf16 / fp16 tensor-core attention kernels run
                              * (with 16-bit q, k, v: attention_io16_kernel) */
+    int mma_f16;            /* NVIDIA sm_75+: those kernels run in fp16 (sm_75: m16n8k8 products) */
+    size_t smem_limit;      /* shared memory a block may opt in to (the capped architecture's) */
     int mma_tf32x3;         /* NVIDIA sm_80+: fp32 attention runs on 3xTF32 tensor cores */
     /* NVIDIA sm_90+: fp32 GEMMs with fewer 64x64 output tiles than SMs run
      * as one cluster kernel (split-K summed in distributed shared memory)

@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
     }
 }
 
-/* ---- 16-bit tensor-core path (MVRT_MATH_BF16 / FP16, NVIDIA sm_80+) ----
+/* ---- 16-bit tensor-core path (MVRT_MATH_BF16 / FP16: NVIDIA sm_80+; FP16 also sm_75) ----
  * One block of 4 warps per (batch, head, tile of 64 queries), 16 queries
  * per warp, flash-attention style: S = Q K^T and O += P V on mma.sync
  * m16n8k16 (bf16 or fp16 operands, the template's T16; fp32 accumulation),
@@ -238,11 +238,13 @@ __global__ void __launch_bounds__(MVRT_ATT_TQ) attention_kernel(mvrt_attention_p
  * Keys past L are zero in K and V and -inf in S. The fragment layouts are
  * those of the PTX ISA for mma.m16n8k16.row.col: lane = 4 g + c holds rows
  * g and g + 8, columns 2c and 2c + 1 (and + 8). Only compiled for NVIDIA
- * devices of compute capability 8.0 or more; launch_attention uses it only
- * where the context says the device has them. */
+ * devices of compute capability 7.5 or more (gpu_mma16.cuh: sm_75 has
+ * fp16 mma.sync m16n8k8 and ldmatrix, no bf16 products and no cp.async);
+ * launch_attention uses it only where the context says the device has
+ * the dtype's tensor cores (mma16: sm_80+, mma_f16: sm_75+). */
 #define MVRT_ATT_MMA_TQ 64  /* queries per block: 4 warps of 16 */
 #define MVRT_ATT_MMA_TK 64  /* keys per staged tile */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(MVRT_GPU_HIP)
+#if defined(MVRT_MMA16_DEVICE)
 #define MVRT_ATT_MMA_DEVICE 1
 #endif
 
@@ -491,15 +493,16 @@ __global__ void __launch_bounds__(128) attention_mma_kernel(mvrt_attention_param
 /* rows of a head staged whole for mma: L rounded up to the k16 blocks */
 static __host__ __device__ inline int64_t att_staged_rows(int64_t L) { return (L + 15) / 16 * 16; }
 
-/* ---- 16-bit in, 16-bit out: the graph's 16-bit attention (NVIDIA sm_80+ code) ----
+/* ---- 16-bit in, 16-bit out: the graph's 16-bit attention (NVIDIA sm_80+ code; fp16 also sm_75) ----
  * qkv16 and out16 set: q, k and v arrive as the 16-bit values the qkv
  * linear stored, and the output leaves as 16-bit values for the proj
  * linear, so no fp32 copy of either is made and no kernel converts K or V
  * while it multiplies (what bound attention_mma_staged_kernel: SM 49 %,
  * memory 38 %). One block takes 16 W queries of one (batch, head) and
  * copies that head's whole K and V (L <= MVRT_ATT16_MAXL keys) into shared
- * memory as they are (cp.async, 16 bytes at a time where head_dim % 8 == 0
- * and the rows are 16-byte aligned; element by element otherwise), half
+ * memory as they are (16 bytes at a time where head_dim % 8 == 0 and the
+ * rows are 16-byte aligned, by cp.async on sm_80+ and by plain loads on
+ * sm_75; element by element otherwise), half
  * the bytes of the fp32 staging. The warps then run the flash loop of
  * attention_mma_kernel over 64 keys at a time: K fragments by ldmatrix,
  * V fragments by ldmatrix.trans (no transposed copy), S = Q K^T and
@@ -512,18 +515,28 @@ static __host__ __device__ inline int64_t att_staged_rows(int64_t L) { return (L
  * is rounded to 16 bits once, after the normalization. */
 #define MVRT_ATT16_MAXL 256 /* longest sequence staged whole */
 #define MVRT_ATT16_MAXW 8   /* warps per block at most */
-template <int DP>
-static inline size_t att16_smem(int64_t L)
+/* the dynamic shared memory of attention_io16_kernel: K and V of L keys,
+ * rows of head_dim rounded up to 16, plus 8 values */
+static inline size_t att16_smem_dp(int head_dim, int64_t L)
 {
-    return (size_t)att_staged_rows(L) * 2u * (size_t)(DP + 8) * sizeof(uint16_t);
+    const int dp = (head_dim + 15) / 16 * 16;
+    return (size_t)att_staged_rows(L) * 2u * (size_t)(dp + 8) * sizeof(uint16_t);
 }
-/* The forms attention_io16_kernel serves (mma16: the context's sm_80+
- * tensor-core kernels run). */
-static inline bool attention_io16_takes(const mvrt_attention_params_t &p, bool mma16)
+template <int DP> static inline size_t att16_smem(int64_t L) { return att16_smem_dp(DP, L); }
+/* Whether the context's code has the tensor-core kernels of p's math:
+ * mma16 (sm_80+: bf16 and fp16), mma_f16 (sm_75+: fp16). */
+static inline bool attention_mma_math(const mvrt_attention_params_t &p, bool mma16, bool mma_f16)
 {
-    const bool math16 = p.math == MVRT_MATH_BF16 || p.math == MVRT_MATH_FP16;
-    return mma16 && math16 && p.qkv16 && p.out16 && p.head_dim <= 64 && p.length <= MVRT_ATT16_MAXL &&
-           p.heads <= 65535;
+    return p.math == MVRT_MATH_FP16 ? mma_f16 || mma16 : p.math == MVRT_MATH_BF16 && mma16;
+}
+/* The forms attention_io16_kernel serves: the math's tensor cores, and
+ * the whole K and V within smem_limit, the shared memory a block may opt
+ * in to (64 KB on sm_75: head_dim 64 reaches 224 keys there). */
+static inline bool attention_io16_takes(const mvrt_attention_params_t &p, bool mma16, bool mma_f16,
+                                        size_t smem_limit)
+{
+    return attention_mma_math(p, mma16, mma_f16) && p.qkv16 && p.out16 && p.head_dim <= 64 &&
+           p.length <= MVRT_ATT16_MAXL && p.heads <= 65535 && att16_smem_dp(p.head_dim, p.length) <= smem_limit;
 }
 
 #ifdef MVRT_ATT_MMA_DEVICE
@@ -595,6 +608,7 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
          * and a barrier per tile) */
         if (vec8) {
             const int C8 = d / 8;
+#ifdef MVRT_MMA16_BF16_DEVICE /* sm_80+: cp.async */
             for (int64_t idx = t; idx < L * C8; idx += nthreads) {
                 const int64_t r = idx / C8;
                 const int k8 = (int)(idx - r * C8);
@@ -605,6 +619,32 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sv), "l"(src + 2 * C) : "memory");
             }
             asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else /* sm_75: 16-byte loads, 4 of K and 4 of V in flight per thread before any store */
+            constexpr int G = 4;
+            for (int64_t i0 = t; i0 < L * C8; i0 += (int64_t)G * nthreads) {
+                uint4 kv[G], vv[G];
+#pragma unroll
+                for (int u = 0; u < G; u++) {
+                    const int64_t idx = i0 + (int64_t)u * nthreads;
+                    const int64_t r = idx / C8;
+                    const uint4 *src = reinterpret_cast<const uint4 *>(base + r * ld + 8 * (idx - r * C8));
+                    if (idx < L * C8) {
+                        kv[u] = src[C / 8];
+                        vv[u] = src[2 * C / 8];
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < G; u++) {
+                    const int64_t idx = i0 + (int64_t)u * nthreads;
+                    const int64_t r = idx / C8;
+                    const int64_t at = r * RS + 8 * (idx - r * C8);
+                    if (idx < L * C8) {
+                        *reinterpret_cast<uint4 *>(Ksm + at) = kv[u];
+                        *reinterpret_cast<uint4 *>(Vsm + at) = vv[u];
+                    }
+                }
+            }
+#endif
         } else {
             /* element by element (odd head_dim, unaligned heads): G loads
              * of K and of V in flight per thread before any is stored */
@@ -655,7 +695,9 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
                 qa[kk][2 * hi + 1] = r0 + 8 < L ? att_pair16(qr1, k, d, pair) : 0u;
             }
         }
+#ifdef MVRT_MMA16_BF16_DEVICE
         if (vec8) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
         __syncthreads();
 
         if (q0 < L) { /* warp-uniform */
@@ -727,12 +769,14 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
  * shared memory only where this sequence needs it (op-by-op runs then pay
  * no attribute call at MambaVision's d 40 windows). */
 template <int DP, int T16>
-static cudaError_t launch_attention_io16_dp(const mvrt_attention_params_t &p, cudaStream_t s)
+static cudaError_t launch_attention_io16_dp(const mvrt_attention_params_t &p, size_t smem_limit, cudaStream_t s)
 {
     void (*kernel)(mvrt_attention_params_t, bool, bool) = attention_io16_kernel<DP, T16>;
     const size_t smem = att16_smem<DP>(p.length);
     if (smem > 48u * 1024u) {
-        const cudaError_t opt_in = mvrt_gpu_func_set_max_dyn_smem(kernel, (int)att16_smem<DP>(MVRT_ATT16_MAXL));
+        /* the most any length needs, within the block limit (attention_io16_takes: smem <= smem_limit) */
+        const size_t most = att16_smem<DP>(MVRT_ATT16_MAXL);
+        const cudaError_t opt_in = mvrt_gpu_func_set_max_dyn_smem(kernel, (int)(most < smem_limit ? most : smem_limit));
         if (opt_in != cudaSuccess) return opt_in;
     }
     const int64_t q16 = (p.length + 15) / 16;                              /* 16-query groups */
@@ -746,13 +790,13 @@ static cudaError_t launch_attention_io16_dp(const mvrt_attention_params_t &p, cu
     return cudaGetLastError();
 }
 template <int T16>
-static cudaError_t launch_attention_io16(const mvrt_attention_params_t &p, cudaStream_t s)
+static cudaError_t launch_attention_io16(const mvrt_attention_params_t &p, size_t smem_limit, cudaStream_t s)
 {
     switch ((p.head_dim + 15) / 16) {
-    case 1: return launch_attention_io16_dp<16, T16>(p, s);
-    case 2: return launch_attention_io16_dp<32, T16>(p, s);
-    case 3: return launch_attention_io16_dp<48, T16>(p, s);
-    default: return launch_attention_io16_dp<64, T16>(p, s);
+    case 1: return launch_attention_io16_dp<16, T16>(p, smem_limit, s);
+    case 2: return launch_attention_io16_dp<32, T16>(p, smem_limit, s);
+    case 3: return launch_attention_io16_dp<48, T16>(p, smem_limit, s);
+    default: return launch_attention_io16_dp<64, T16>(p, smem_limit, s);
     }
 }
 #endif
@@ -795,7 +839,7 @@ static cudaError_t launch_attention_io16(const mvrt_attention_params_t &p, cudaS
 template <int DP, int R>
 __global__ void __launch_bounds__(128, DP <= 40 ? 4 : 3) attention_tf32x3_kernel(mvrt_attention_params_t p, bool vec4)
 {
-#if defined(MVRT_ATT_MMA_DEVICE)
+#if defined(MVRT_ATT_MMA_DEVICE) && defined(MVRT_MMA_TF32_DEVICE) /* sm_80+: TF32 products */
 #if !defined(MVRT_ATT_SPLIT_DEVICE)
     /* key splits merge over a cluster (sm_90+): host dispatch launches R > 1
      * only on sm_90+ code. (This test once sat in the #if above as
@@ -1013,9 +1057,11 @@ static inline void launch_attention_ks(const mvrt_attention_params_t &p, dim3 gr
  * than SMs (MambaVision at batch 1: 4 x 8 heads) each query is shared by
  * MVRT_ATT_KS lanes that take every MVRT_ATT_KS-th sub-tile of 16 keys, so
  * MVRT_ATT_KS times more blocks run, each over a share of the keys.
- * mma16: the device runs attention_mma_kernel (NVIDIA sm_80+); it is
- * used for p.math bf16 or fp16 and head_dim <= 64. mma_tf32x3: the
- * other modes run attention_tf32x3_kernel (head_dim <= 64). */
+ * mma16 / mma_f16: the device runs attention_mma_kernel in bf16 and fp16
+ * (NVIDIA sm_80+) / in fp16 (NVIDIA sm_75+); it is used for that math
+ * and head_dim <= 64. mma_tf32x3: the other modes run
+ * attention_tf32x3_kernel (head_dim <= 64). smem_limit: the shared
+ * memory a block may opt in to (attention_io16_kernel). */
 #define MVRT_ATT_KS 4
 #if defined(MVRT_GPU_CUDA)
 /* attention_tf32x3_kernel<DP, R> with R key splits per cluster (R > 1). */
@@ -1034,9 +1080,10 @@ static cudaError_t launch_attention_split_dp(const mvrt_attention_params_t &p, i
 #endif
 
 /* The kernel for each case:
- *   16-bit qkv and output (qkv16, out16; sm_80+ code, L <= 256,
- *     head_dim <= 64)    -> attention_io16_kernel (the graph's 16-bit modes)
- *   bf16 / fp16 math, sm_80+ -> attention_mma_kernel (64 keys per tile)
+ *   16-bit qkv and output (qkv16, out16; sm_80+ code, fp16 also sm_75,
+ *     L <= 256, head_dim <= 64, K and V within the block's shared
+ *     memory)            -> attention_io16_kernel (the graph's 16-bit modes)
+ *   bf16 / fp16 math, sm_80+ (fp16: sm_75+) -> attention_mma_kernel (64 keys per tile)
  *   fp32 / fast, sm_80+  -> attention_tf32x3_kernel (key splits below)
  *   else                 -> the SIMT kernels (head_dim <= 64) or direct.
  * split_keys (NVIDIA sm_90+): fp32/fast attention grids of fewer than half
@@ -1054,7 +1101,8 @@ static inline void launch_attention_mma(const mvrt_attention_params_t &p, dim3 g
 }
 
 static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p, int sm_count, bool mma16,
-                                                bool mma_tf32x3, bool split_keys, mvrt_gpu_stream_t s)
+                                                bool mma_f16, bool mma_tf32x3, bool split_keys, size_t smem_limit,
+                                                mvrt_gpu_stream_t s)
 {
     const bool math16 = p.math == MVRT_MATH_BF16 || p.math == MVRT_MATH_FP16;
     const bool f16 = p.math == MVRT_MATH_FP16;
@@ -1062,7 +1110,10 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
 #if defined(MVRT_GPU_CUDA)
     /* 16-bit qkv and output (mvrt_gpu_op_run refused the forms it does not serve) */
     if (p.qkv16 || p.out16)
-        return f16 ? launch_attention_io16<MVRT_STORAGE16_F16>(p, s) : launch_attention_io16<MVRT_STORAGE16_BF16>(p, s);
+        return f16 ? launch_attention_io16<MVRT_STORAGE16_F16>(p, smem_limit, s)
+                   : launch_attention_io16<MVRT_STORAGE16_BF16>(p, smem_limit, s);
+#else
+    (void)smem_limit;
 #endif
     const int64_t qtiles = (p.length + MVRT_ATT_TQ - 1) / MVRT_ATT_TQ;
     const int64_t qtiles_ks = (p.length + MVRT_ATT_TQ / MVRT_ATT_KS - 1) / (MVRT_ATT_TQ / MVRT_ATT_KS);
@@ -1070,7 +1121,7 @@ static inline mvrt_gpu_error_t launch_attention(const mvrt_attention_params_t &p
         const unsigned bz = (unsigned)(p.batch < 65535 ? p.batch : 65535);
         /* float4 staging: head_dim, the row stride 3C and the pointer allow 16-byte loads */
         const bool vec4 = p.head_dim % 4 == 0 && ((uintptr_t)p.qkv & 15u) == 0;
-        if (mma16 && math16) {
+        if (attention_mma_math(p, mma16, mma_f16)) {
             const dim3 grid((unsigned)((p.length + MVRT_ATT_MMA_TQ - 1) / MVRT_ATT_MMA_TQ), (unsigned)p.heads, bz);
             if (f16) launch_attention_mma<MVRT_STORAGE16_F16>(p, grid, vec4, s);
             else launch_attention_mma<MVRT_STORAGE16_BF16>(p, grid, vec4, s);
