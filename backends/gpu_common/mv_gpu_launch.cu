@@ -40,22 +40,12 @@ namespace {
  * and the run; equal on equal devices): the largest power of two <= 16 with
  * (128x128 tiles) * S <= SMs, K / S >= 64 and S equal slices of K, and
  * at most 2^20 partial elements. */
-int splitk_cap()
-{
-    /* benchmark knob MVRT_CUDA_GEMM_SPLITK=n: at most n slices (1: off) */
-    static const int cap = [] {
-        const char *e = getenv(MVRT_GPU_ENV_PREFIX "GEMM_SPLITK");
-        const int v = e ? atoi(e) : MVRT_SPLITK_MAX;
-        return v < 1 ? 1 : v > MVRT_SPLITK_MAX ? MVRT_SPLITK_MAX : v;
-    }();
-    return cap;
-}
 int gemm_splits(int64_t batch, int64_t M, int64_t N, int64_t K, const mvrt_gpu_op_ctx_t *ctx)
 {
     if (!ctx->gemm || batch != 1 || ctx->sm_count <= 0 || M <= 0 || N <= 0) return 1;
     const int64_t tiles = ((M + 127) / 128) * ((N + 127) / 128);
     int s = 1;
-    while (2 * s <= splitk_cap() && tiles * s * 2 <= ctx->sm_count && K % (2 * s) == 0 && K / (2 * s) >= 64 &&
+    while (2 * s <= MVRT_SPLITK_MAX && tiles * s * 2 <= ctx->sm_count && K % (2 * s) == 0 && K / (2 * s) >= 64 &&
            M * N * 2 * s <= ((int64_t)1 << 20))
         s *= 2;
     return s;

@@ -39,11 +39,7 @@
  *   MVRT_CUDA_SCAN_BWD_LPR=1|2|4 lanes per row of the staged backward
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
- *   MVRT_CUDA_SCAN_T=16|32       forward chunk length of the staged kernel's chunks
- *   MVRT_CUDA_SCAN_STAGED_ROWS=n rows per block of the staged kernel's chunks at most,
- *                                with segments exactly (capped by 256 threads)
  *   MVRT_CUDA_SCAN_LPR=1|2|4     lanes per row of the staged kernel's chunks
- *   MVRT_CUDA_SCAN_BWD_THREADS=n block size cap of the lanes backward (<= 256)
  * A thread-per-row override (tuning->tpr_override) also selects the general
  * kernels, whose layouts it describes. */
 #include "scan_gpu_launch.h"
@@ -73,11 +69,8 @@ struct knobs {
     int wscan_fast_off;
     int force_staged;
     int staged_off;
-    int staged_rows;
     int staged_lpr;
     int rows_max;
-    int t_fwd;
-    int bwd_threads;
     int staged_bwd_off;
     int bwd_t;
     int bwd_lpr;
@@ -97,16 +90,10 @@ const knobs &get_knobs()
                          : strcmp(s, "staged-whole") == 0 ? STAGED_WHOLE : STAGED_AUTO;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED");
         v.staged_off = s && strcmp(s, "0") == 0;
-        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED_ROWS");
-        v.staged_rows = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_LPR");
         v.staged_lpr = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_ROWS");
         v.rows_max = s ? atoi(s) : 0;
-        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_T");
-        v.t_fwd = s ? atoi(s) : 0;
-        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_BWD_THREADS");
-        v.bwd_threads = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED_BWD");
         v.staged_bwd_off = s && strcmp(s, "0") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_WSCAN");
@@ -141,8 +128,7 @@ staged_config staged_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tu
         memset(&none, 0, sizeof none);
         return none;
     }
-    return make_staged_config(*p, t->smem_limit, t->warp_size, sm_count(), kn.force_staged, kn.t_fwd,
-                              kn.staged_rows, kn.staged_lpr);
+    return make_staged_config(*p, t->smem_limit, t->warp_size, sm_count(), kn.force_staged, kn.staged_lpr);
 }
 bool use_row(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
@@ -216,12 +202,12 @@ bool use_lanes_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 }
 lanes_bwd_config lanes_bwd_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
-    return make_lanes_bwd_config(*p, t->smem_limit, t->warp_size, get_knobs().bwd_threads);
+    return make_lanes_bwd_config(*p, t->smem_limit, t->warp_size);
 }
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
-    return make_row_config(*p, bwd != 0, t->smem_limit, t->warp_size, sm_count(), kn.rows_max, kn.t_fwd);
+    return make_row_config(*p, bwd != 0, t->smem_limit, t->warp_size, sm_count(), kn.rows_max);
 }
 } // namespace
 

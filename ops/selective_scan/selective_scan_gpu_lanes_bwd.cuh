@@ -76,13 +76,12 @@ static inline size_t lanes_bwd_smem(int rows, int ns, int threads, int warp, boo
     return f * sizeof(float);
 }
 
-/* threads_max: block size cap (0 or above the launch bound: the bound). */
-static inline lanes_bwd_config make_lanes_bwd_config(const mvrt_scan_params_t &p, size_t smem_limit, int warp,
-                                                     int threads_max)
+/* Blocks of up to MVRT_SCAN_LB_MAX_THREADS, halved until the shared memory fits. */
+static inline lanes_bwd_config make_lanes_bwd_config(const mvrt_scan_params_t &p, size_t smem_limit, int warp)
 {
     lanes_bwd_config c;
     c.ns = p.dstate <= 1 ? 1 : p.dstate <= 2 ? 2 : p.dstate <= 4 ? 4 : p.dstate <= 8 ? 8 : 16;
-    int tmax = threads_max > 0 && threads_max < MVRT_SCAN_LB_MAX_THREADS ? threads_max : MVRT_SCAN_LB_MAX_THREADS;
+    int tmax = MVRT_SCAN_LB_MAX_THREADS;
     if (tmax < warp) tmax = warp;
     const int64_t dpg = p.dim / p.groups;
     for (;;) {

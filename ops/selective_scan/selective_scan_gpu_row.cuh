@@ -628,15 +628,13 @@ static inline size_t row_smem(bool bwd, bool has_z, int threads, int T, int TB, 
     return f * sizeof(float);
 }
 
-/* rows_max: channels per block at most (0: automatic from the SM count);
- * t_fwd: forward chunk length (16 or 32; 0: automatic). */
+/* rows_max: channels per block at most (0: automatic from the SM count). */
 static inline row_config make_row_config(const mvrt_scan_params_t &p, bool bwd, size_t smem_limit, int warp,
-                                         int sm_count, int rows_max, int t_fwd)
+                                         int sm_count, int rows_max)
 {
     row_config c;
     c.ns = row_ns(p.dstate);
-    (void)t_fwd; /* 16 only for now (T = 32 spilled: 64 prefetch registers) */
-    c.T = 16;
+    c.T = 16; /* forward chunk (T = 32 spilled: 64 prefetch registers) */
     c.TB = c.ns >= 16 ? 2 : c.ns >= 8 ? 4 : 8;
     const int64_t dpg = p.dim / p.groups;
     int rmax = rows_max;

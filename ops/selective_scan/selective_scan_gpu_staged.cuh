@@ -693,7 +693,7 @@ static inline int staged_piece(const int64_t *q, int nq, int es)
  * only. */
 enum { STAGED_AUTO = 0, STAGED_ANY = 1, STAGED_CHUNKS = 2, STAGED_WHOLE = 3 };
 static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size_t smem_limit, int warp, int sm_count,
-                                               int force, int t_force = 0, int rows_force = 0, int lpr_force = 0)
+                                               int force, int lpr_force = 0)
 {
     staged_config c;
     memset(&c, 0, sizeof c);
@@ -737,8 +737,6 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
             const int64_t per_sm = (rows + sm_count - 1) / sm_count;
             const int64_t want = per_sm > 4 ? per_sm : 4;
             if (want < rmax) rmax = (int)want;
-            /* rows_force: rows per block with segments (benchmarks) */
-            if (rows_force > 0) rmax = rows_force < 256 / S ? rows_force : 256 / S;
         }
         if (rmax < 1) rmax = 1;
         if (rmax * S > MVRT_SCAN_STAGED_THREADS) rmax = MVRT_SCAN_STAGED_THREADS / S;
@@ -826,7 +824,6 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
         if (lpr_force == 1 || (lpr_force == 2 && c.ns >= 4) || (lpr_force == 4 && c.ns >= 8)) lpr = lpr_force;
         int rcap = MVRT_SCAN_STAGED_MAX_THREADS / lpr;
         if (rcap > MVRT_SCAN_STAGED_THREADS) rcap = MVRT_SCAN_STAGED_THREADS;
-        if (rows_force > 0 && rows_force < rcap) rcap = rows_force;
         for (int ntl = (int)((dpg + rcap - 1) / rcap); ntl <= dpg && ntl <= 64; ++ntl) {
             const int ch = (int)((dpg + ntl - 1) / ntl);
             const int thr = (ch * lpr + warp - 1) / warp * warp;
@@ -845,14 +842,13 @@ static inline staged_config make_staged_config(const mvrt_scan_params_t &p, size
         const int64_t blocks = p.batch * p.groups * best_nt;
         const int64_t per_sm = (blocks + sm_count - 1) / sm_count;
         for (int T = 32; T >= 16; T /= 2) {
-            if ((t_force == 16 || t_force == 32) && T != t_force) continue;
             const int srow = T + 4;
             /* a shared row for every row index of the threads (see above) */
             const int tens = staged_align16((int64_t)(threads / lpr) * srow * es);
             const int stage = ntens * tens + (int)(T * bc_bytes_per_step);
             const size_t smem = 2 * (size_t)stage;
             /* two stages of every resident block within ~220 KiB, or T 16 */
-            if (smem > smem_limit || (T > 16 && t_force != 32 && (size_t)(per_sm < 4 ? per_sm : 4) * (smem + 1024) > 220 * 1024)) continue;
+            if (smem > smem_limit || (T > 16 && (size_t)(per_sm < 4 ? per_sm : 4) * (smem + 1024) > 220 * 1024)) continue;
             if (es == 2 && T * 2 * c.ns > MVRT_SCAN_STAGED_BCK * threads) continue;
             int64_t q[12];
             int nq = 0;
