@@ -522,7 +522,6 @@ static inline size_t att16_smem_dp(int head_dim, int64_t L)
     const int dp = (head_dim + 15) / 16 * 16;
     return (size_t)att_staged_rows(L) * 2u * (size_t)(dp + 8) * sizeof(uint16_t);
 }
-template <int DP> static inline size_t att16_smem(int64_t L) { return att16_smem_dp(DP, L); }
 /* Whether the context's code has the tensor-core kernels of p's math:
  * mma16 (sm_80+: bf16 and fp16), mma_f16 (sm_75+: fp16). */
 static inline bool attention_mma_math(const mvrt_attention_params_t &p, bool mma16, bool mma_f16)
@@ -772,10 +771,10 @@ template <int DP, int T16>
 static cudaError_t launch_attention_io16_dp(const mvrt_attention_params_t &p, size_t smem_limit, cudaStream_t s)
 {
     void (*kernel)(mvrt_attention_params_t, bool, bool) = attention_io16_kernel<DP, T16>;
-    const size_t smem = att16_smem<DP>(p.length);
+    const size_t smem = att16_smem_dp(DP, p.length);
     if (smem > 48u * 1024u) {
         /* the most any length needs, within the block limit (attention_io16_takes: smem <= smem_limit) */
-        const size_t most = att16_smem<DP>(MVRT_ATT16_MAXL);
+        const size_t most = att16_smem_dp(DP, MVRT_ATT16_MAXL);
         const cudaError_t opt_in = mvrt_gpu_func_set_max_dyn_smem(kernel, (int)(most < smem_limit ? most : smem_limit));
         if (opt_in != cudaSuccess) return opt_in;
     }

@@ -28,27 +28,20 @@
 #endif
 
 /* two floats -> two 16-bit values of type T16 (round to nearest even) in
- * one 32-bit word, lo first: one cvt instruction on sm_80+, two on sm_75 */
+ * one 32-bit word, lo first: one cvt instruction on sm_80+; below it
+ * (no packed cvt) gpu_vendor.h's mvrt_h16x2 */
 template <int T16> static __device__ __forceinline__ uint32_t mvrt_pack16x2(float lo, float hi)
 {
+#ifdef MVRT_MMA16_BF16_DEVICE
     uint32_t r;
-    if constexpr (T16 == MVRT_STORAGE16_F16) {
-#ifdef MVRT_MMA16_BF16_DEVICE
+    if constexpr (T16 == MVRT_STORAGE16_F16)
         asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-        unsigned short l16, h16;
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(l16) : "f"(lo));
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h16) : "f"(hi));
-        r = (uint32_t)l16 | (uint32_t)h16 << 16;
-#endif
-    } else {
-#ifdef MVRT_MMA16_BF16_DEVICE
+    else
         asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-        r = mvrt_h16x2<T16>(lo, hi); /* unreached: bf16 kernels are not launched below sm_80 */
-#endif
-    }
     return r;
+#else
+    return mvrt_h16x2<T16>(lo, hi);
+#endif
 }
 /* c += a b on mma.sync m16n8k16 with 16-bit operands of type T16 */
 template <int T16>

@@ -333,6 +333,24 @@ static __device__ __forceinline__ void wsc_stage(float *dst, const mvrt_scan_ope
     }
 }
 
+/* This lane's 8 steps of staged state q's B or C: from its staged row
+ * (variable: staged (SB, CH) floats) or lane q's constant value (every
+ * lane calls it with the same `variable`: the shuffle is warp-wide). */
+static __device__ __forceinline__ void wsc_state_steps(float (&v)[MVRT_SCAN_WSC_T], bool variable,
+                                                       const float *staged, float lane_const, int q, int lane)
+{
+    static_assert(MVRT_SCAN_WSC_T == 8, "two float4 per lane");
+    if (variable) {
+        const float4 *r4 = reinterpret_cast<const float4 *>(staged + q * MVRT_SCAN_WSC_CHUNK + lane * MVRT_SCAN_WSC_T);
+        const float4 x0 = r4[0], x1 = r4[1];
+        v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
+        return;
+    }
+    const float c = MVRT_SHFL(lane_const, q, 32);
+#pragma unroll
+    for (int i = 0; i < MVRT_SCAN_WSC_T; ++i) v[i] = c;
+}
+
 /* Launch needs: blockDim 256, dynamic shared memory wscan_chunks_smem(N). */
 static inline size_t wscan_chunks_smem(int64_t N)
 {
@@ -401,26 +419,8 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chu
                     const float A2 = MVRT_SHFL(Al, q, 32);
                     const float carry = h0[n]; /* read before the shuffles below; lane 31 writes after them */
                     float bv[TM], cv[TM];
-                    if (bvar) {
-                        const float4 *r4 = reinterpret_cast<const float4 *>(sB + q * CH + lane * TM);
-                        const float4 x0 = r4[0], x1 = r4[1];
-                        bv[0] = x0.x, bv[1] = x0.y, bv[2] = x0.z, bv[3] = x0.w, bv[4] = x1.x, bv[5] = x1.y, bv[6] = x1.z,
-                        bv[7] = x1.w;
-                    } else {
-                        const float v = MVRT_SHFL(Bl, q, 32);
-#pragma unroll
-                        for (int i = 0; i < TM; ++i) bv[i] = v;
-                    }
-                    if (cvar) {
-                        const float4 *r4 = reinterpret_cast<const float4 *>(sC + q * CH + lane * TM);
-                        const float4 x0 = r4[0], x1 = r4[1];
-                        cv[0] = x0.x, cv[1] = x0.y, cv[2] = x0.z, cv[3] = x0.w, cv[4] = x1.x, cv[5] = x1.y, cv[6] = x1.z,
-                        cv[7] = x1.w;
-                    } else {
-                        const float v = MVRT_SHFL(Cl, q, 32);
-#pragma unroll
-                        for (int i = 0; i < TM; ++i) cv[i] = v;
-                    }
+                    wsc_state_steps(bv, bvar, sB, Bl, q, lane);
+                    wsc_state_steps(cv, cvar, sC, Cl, q, lane);
                     float av[TM], pa = 1.f, pb = 0.f;
 #pragma unroll
                     for (int i = 0; i < TM; ++i) {
