@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(256, 3) scan_fwd_kernel(const kparams k)
                 for (int j = 0; j < NPT; ++j) {
                     const float bv = p.b_variable ? sB[t * k.np + sub * NPT + j] : Bc[j];
                     const float cv = p.c_variable ? sC[t * k.np + sub * NPT + j] : Cc[j];
-                    const float a = exp2f(dv * A2[j]);
+                    const float a = mvrt_fast_exp2(dv * A2[j]);
                     h[j] = fmaf(a, h[j], du * bv);
                     y = fmaf(cv, h[j], y);
                 }
@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(256, 2) scan_bwd_kernel(const kparams k)
 #pragma unroll
                     for (int q = 0; q < NPT; ++q) {
                         const float bv = p.b_variable ? sB[t * k.np + sub * NPT + q] : Bc[q];
-                        h[q] = fmaf(exp2f(dv * A2[q]), h[q], du * bv);
+                        h[q] = fmaf(mvrt_fast_exp2(dv * A2[q]), h[q], du * bv);
                     }
                 }
             }
@@ -547,7 +547,7 @@ __global__ void __launch_bounds__(256, 2) scan_bwd_kernel(const kparams k)
 #pragma unroll
                             for (int q = 0; q < NPT; ++q) {
                                 const float bv = p.b_variable ? sB[t * k.np + sub * NPT + q] : Bc[q];
-                                av[jj][q] = exp2f(dv * A2[q]);
+                                av[jj][q] = mvrt_fast_exp2(dv * A2[q]);
                                 hh[q] = fmaf(av[jj][q], hh[q], du * bv);
                                 hv[jj][q] = hh[q];
                                 if (p.z.data) {

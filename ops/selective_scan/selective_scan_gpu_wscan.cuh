@@ -61,10 +61,12 @@ static __device__ __forceinline__ void wscan_compute(const mvrt_scan_params_t &p
 {
     constexpr int TM = MVRT_SCAN_WSCAN_T, G = MVRT_SCAN_WSCAN_GROUPS;
     const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, N = (int)p.dstate;
+    float dl_sum = 0.f;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const float v = dl[i] + bias;
-        dl[i] = on[i] ? (sp ? mvrt_softplusf(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
+        dl[i] = on[i] ? (sp ? fast_softplus(v) : v) : 0.f; /* past L: delta 0 (a = 1, b = 0) */
+        dl_sum += dl[i];
         y[i] = grp == 0 ? Dv * uv[i] : 0.f;
     }
 #pragma unroll
@@ -73,14 +75,14 @@ static __device__ __forceinline__ void wscan_compute(const mvrt_scan_params_t &p
         const int n = grp + q * G;
         if (n >= N) break;
         const float A2 = ((const float *)p.A.data)[d * p.A.stride[0] + n * p.A.stride[1]] * MVRT_SCAN_LOG2E;
-        float av[TM], pa = 1.f, pb = 0.f;
+        float av[TM], pb = 0.f;
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
-            av[i] = exp2f(dl[i] * A2);
+            av[i] = mvrt_fast_exp2(dl[i] * A2);
             bv[q][i] *= dl[i] * uv[i];
             pb = av[i] * pb + bv[q][i];
-            pa *= av[i];
         }
+        float pa = mvrt_fast_exp2(dl_sum * A2); /* the product of av: one exponential, off pb's chain */
         /* inclusive scan of the lanes' maps, earlier lanes first */
 #pragma unroll
         for (int o = 1; o < 32; o <<= 1) {
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_kernel
             for (int w = 1; w < ng; ++w) v += ys[w][l];
             if (p.z.data) {
                 const float zv = io<Tin>::ld(p.z.data, zb + l * p.z.stride[2]);
-                v *= zv / (1.f + expf(-zv));
+                v *= zv * fast_sigmoid(zv);
             }
             io<Tin>::st(p.out.data, ob + l * p.out.stride[2], v);
         }
@@ -314,6 +316,38 @@ static __device__ __forceinline__ void wsc_load8(float (&v)[MVRT_SCAN_WSC_T], co
     for (int k = 0; k < MVRT_SCAN_WSC_T; ++k) v[k] = k < nv ? io<Tin>::ld(base, off + k * stride) : 0.f;
 }
 
+/* Stores v's first nv values as elements off, off + stride, ... of one
+ * row. VEC: one (16-bit) or two (f32) 16-byte stores when all 8 are valid. */
+template <typename Tin, bool VEC>
+static __device__ __forceinline__ void wsc_store8(void *base, int64_t off, int64_t stride, int nv,
+                                                  const float (&v)[MVRT_SCAN_WSC_T])
+{
+    if (VEC && nv == MVRT_SCAN_WSC_T) {
+        if constexpr (sizeof(Tin) == 4) {
+            float4 *d = reinterpret_cast<float4 *>((float *)base + off);
+            d[0] = make_float4(v[0], v[1], v[2], v[3]);
+            d[1] = make_float4(v[4], v[5], v[6], v[7]);
+        } else {
+            uint32_t w[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                Tin a, b;
+                io<Tin>::st(&a, 0, v[2 * k]);
+                io<Tin>::st(&b, 0, v[2 * k + 1]);
+                unsigned short lo, hi;
+                memcpy(&lo, &a, 2);
+                memcpy(&hi, &b, 2);
+                w[k] = (uint32_t)lo | ((uint32_t)hi << 16);
+            }
+            *reinterpret_cast<uint4 *>((Tin *)base + off) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < MVRT_SCAN_WSC_T; ++k)
+        if (k < nv) io<Tin>::st(base, off + k * stride, v[k]);
+}
+
 /* Stages steps [c0, c0 + 256) of states [s0, s0 + SB) of a variable B or
  * C (base: its (batch, group) offset) into dst[state][step] as floats,
  * zeros past L or N; all 256 threads, 8 steps each per state row. */
@@ -388,13 +422,14 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chu
         for (int c0 = 0; c0 < L; c0 += CH) {
             MVRT_SYNCWARP(); /* lane 31's h0 writes of the chunk before are seen (constant B and C: no barrier) */
             const int l0 = c0 + lane * TM, rem = L - l0, nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
-            float uv[TM], du[TM], dl[TM], y[TM];
+            float uv[TM], du[TM], dl[TM], y[TM], dl_sum = 0.f;
             wsc_load8<Tin, VEC>(uv, p.u.data, ub + l0 * p.u.stride[2], p.u.stride[2], nv);
             wsc_load8<Tin, VEC>(dl, p.delta.data, db + l0 * p.delta.stride[2], p.delta.stride[2], nv);
 #pragma unroll
             for (int i = 0; i < TM; ++i) {
                 const float v = dl[i] + bias;
-                dl[i] = i < nv ? (sp ? mvrt_softplusf(v) : v) : 0.f; /* past L: a = 1, b = 0 */
+                dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f; /* past L: a = 1, b = 0 */
+                dl_sum += dl[i];
                 du[i] = dl[i] * uv[i];
                 y[i] = 0.f;
             }
@@ -421,14 +456,14 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chu
                     float bv[TM], cv[TM];
                     wsc_state_steps(bv, bvar, sB, Bl, q, lane);
                     wsc_state_steps(cv, cvar, sC, Cl, q, lane);
-                    float av[TM], pa = 1.f, pb = 0.f;
+                    float av[TM], pb = 0.f;
 #pragma unroll
                     for (int i = 0; i < TM; ++i) {
-                        av[i] = exp2f(dl[i] * A2);
+                        av[i] = mvrt_fast_exp2(dl[i] * A2);
                         bv[i] *= du[i];
                         pb = av[i] * pb + bv[i];
-                        pa *= av[i];
                     }
+                    float pa = mvrt_fast_exp2(dl_sum * A2); /* the product of av: one exponential, off pb's chain */
 #pragma unroll
                     for (int o = 1; o < 32; o <<= 1) {
                         const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
@@ -449,10 +484,10 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chu
                 if (p.z.data) wsc_load8<Tin, VEC>(zv, p.z.data, zb + l0 * p.z.stride[2], p.z.stride[2], nv);
 #pragma unroll
                 for (int i = 0; i < TM; ++i) {
-                    float v = y[i] + Dv * uv[i];
-                    if (p.z.data) v *= zv[i] / (1.f + expf(-zv[i]));
-                    if (i < nv) io<Tin>::st(p.out.data, ob + (l0 + i) * p.out.stride[2], v);
+                    y[i] += Dv * uv[i];
+                    if (p.z.data) y[i] *= zv[i] * fast_sigmoid(zv[i]);
                 }
+                wsc_store8<Tin, VEC>(p.out.data, ob + l0 * p.out.stride[2], p.out.stride[2], nv, y);
             }
         }
         MVRT_SYNCWARP();
@@ -477,7 +512,7 @@ static inline bool wscan_chunks_vec(const mvrt_scan_params_t &p)
             if (a != lstride_axis && o.stride[a] % 8 != 0) return false;
         return true;
     };
-    return ok(p.u, 2, 3) && ok(p.delta, 2, 3) && (!p.z.data || ok(p.z, 2, 3)) &&
+    return ok(p.u, 2, 3) && ok(p.delta, 2, 3) && ok(p.out, 2, 3) && (!p.z.data || ok(p.z, 2, 3)) &&
            (!p.b_variable || ok(p.B, 3, 4)) && (!p.c_variable || ok(p.C, 3, 4));
 }
 
