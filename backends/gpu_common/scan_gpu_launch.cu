@@ -29,7 +29,7 @@
  *                                it supports
  *   MVRT_CUDA_SCAN_WSCAN=0       no warp-scan forward (the paths it replaced)
  *   MVRT_CUDA_SCAN_WSCAN_FAST=0  the warp-scan forward's general kernel also
- *                                where its fp32 unit-stride form applies
+ *                                where its unit-stride form applies
  *   MVRT_CUDA_SCAN_PATH=staged   the staged forward for every problem it supports
  *                                and the staged backward (by default not for few rows)
  *   MVRT_CUDA_SCAN_PATH=staged-chunks / staged-whole   only that mode of it

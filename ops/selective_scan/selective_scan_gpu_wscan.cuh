@@ -168,9 +168,9 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_kernel
     }
 }
 
-/* The same kernel for the common layout (MambaVision's mixer): fp32,
- * unit L-strides of u, delta, B, C and out, variable B and C, no z and no
- * last_state, every offset below 2^31. Why: the general kernel spends
+/* The same kernel for the common layout (MambaVision's mixer): any
+ * input dtype, unit L-strides of u, delta, B, C and out, variable B and
+ * C, no z and no last_state, every offset below 2^31. Why: the general kernel spends
  * most of its ~1 440 instructions per warp (ncu, T stage 3 at batch 1:
  * 160 rows, L 196, N 8; 8.1 us) on 64-bit index arithmetic, branches
  * around every guarded load and parameter loads; here each operand's
@@ -189,14 +189,14 @@ static inline bool wscan_fast_supported(const mvrt_scan_params_t &p)
         return o.stride[0] >= 0 && o.stride[1] >= 0 && o.stride[2] >= 0 &&
                (p.batch - 1) * o.stride[0] + (p.groups - 1) * o.stride[1] + (p.dstate - 1) * o.stride[2] + L <= lim;
     };
-    return wscan_path_supported(p) && p.input_dtype == MVRT_SCAN_F32 && p.groups >= 1 && dpg >= 1 &&
+    return wscan_path_supported(p) && p.groups >= 1 && dpg >= 1 &&
            p.b_variable && p.c_variable && !p.z.data && !p.last_state.data && p.u.stride[2] == 1 &&
            p.delta.stride[2] == 1 && p.B.stride[3] == 1 && p.C.stride[3] == 1 && p.out.stride[2] == 1 &&
            span3(p.u) && span3(p.delta) && span3(p.out) && span4(p.B) && span4(p.C);
 }
 
-template <int NS>
-__global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_kernel(const mvrt_scan_params_t p)
+template <typename Tin, int NS>
+__global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_fast_kernel(const mvrt_scan_params_t p)
 {
     constexpr int TM = MVRT_SCAN_WSCAN_T, G = MVRT_SCAN_WSCAN_GROUPS;
     __shared__ float ys[G][MVRT_SCAN_WSCAN_L_MAX];
@@ -212,23 +212,23 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_ke
     mvrt_grid_dep_launch_dependents();
     for (int row = (int)blockIdx.x; row < rows; row += (int)gridDim.x) {
         const int b = row / dim, d = row - b * dim, g = d / dpg;
-        const float *u = (const float *)p.u.data + (int)(b * p.u.stride[0] + d * p.u.stride[1]) + l0;
-        const float *dt = (const float *)p.delta.data + (int)(b * p.delta.stride[0] + d * p.delta.stride[1]) + l0;
-        const float *Bp = (const float *)p.B.data + (int)(b * p.B.stride[0] + g * p.B.stride[1]) + l0;
-        const float *Cp = (const float *)p.C.data + (int)(b * p.C.stride[0] + g * p.C.stride[1]) + l0;
+        const Tin *u = (const Tin *)p.u.data + (int)(b * p.u.stride[0] + d * p.u.stride[1]) + l0;
+        const Tin *dt = (const Tin *)p.delta.data + (int)(b * p.delta.stride[0] + d * p.delta.stride[1]) + l0;
+        const Tin *Bp = (const Tin *)p.B.data + (int)(b * p.B.stride[0] + g * p.B.stride[1]) + l0;
+        const Tin *Cp = (const Tin *)p.C.data + (int)(b * p.C.stride[0] + g * p.C.stride[1]) + l0;
         float uv[TM], dl[TM], y[TM], bv[NS][TM], cv[NS][TM];
         bool on[TM];
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
             on[i] = i < T && l0 + i < L;
-            uv[i] = on[i] ? u[i] : 0.f;
-            dl[i] = on[i] ? dt[i] : 0.f;
+            uv[i] = on[i] ? io<Tin>::wide(u[i]) : 0.f;
+            dl[i] = on[i] ? io<Tin>::wide(dt[i]) : 0.f;
 #pragma unroll
             for (int q = 0; q < NS; ++q) {
                 const int n = grp + q * G;
                 const bool ok = on[i] && n < N;
-                bv[q][i] = ok ? Bp[n * sB + i] : 0.f;
-                cv[q][i] = ok ? Cp[n * sC + i] : 0.f;
+                bv[q][i] = ok ? io<Tin>::wide(Bp[n * sB + i]) : 0.f;
+                cv[q][i] = ok ? io<Tin>::wide(Cp[n * sC + i]) : 0.f;
             }
         }
         const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
@@ -241,11 +241,11 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS) scan_fwd_wscan_f32_ke
                 if (on[i]) ys[grp][l0 + i] = y[i];
         }
         __syncthreads();
-        float *out = (float *)p.out.data + (int)(b * p.out.stride[0] + d * p.out.stride[1]);
+        const int64_t ob = b * p.out.stride[0] + d * p.out.stride[1];
         for (int l = threadIdx.x; l < L; l += MVRT_SCAN_WSCAN_THREADS) {
             float v = ys[0][l];
             for (int w = 1; w < ng; ++w) v += ys[w][l];
-            out[l] = v;
+            io<Tin>::st(p.out.data, ob + l, v);
         }
         __syncthreads(); /* ys is free for the next row */
     }
@@ -526,17 +526,17 @@ static mvrt_gpu_error_t launch_fwd_wscan_chunks_typed(const mvrt_scan_params_t &
     return launch_scan_kernel(fn, p, p.batch * p.groups * tiles, MVRT_SCAN_WSCAN_THREADS, smem, s);
 }
 
-/* allow_fast: the fp32 form where it applies (the launcher's knob can
- * keep the general kernel, which tests and benchmarks compare), as a
- * programmatic dependent launch when `dependent` (CUDA sm_90+: the fp32
- * form waits for the kernel before; gpu_vendor.h) */
+/* allow_fast: the unit-stride form where it applies (the launcher's knob
+ * can keep the general kernel, which tests and benchmarks compare), as a
+ * programmatic dependent launch when `dependent` (CUDA sm_90+: the
+ * unit-stride form waits for the kernel before; gpu_vendor.h) */
 template <typename Tin>
 static mvrt_gpu_error_t launch_fwd_wscan_typed(const mvrt_scan_params_t &p, bool allow_fast, bool dependent,
                                                mvrt_gpu_stream_t s)
 {
     if (allow_fast && wscan_fast_supported(p)) {
-        void (*fn)(const mvrt_scan_params_t) =
-            p.dstate <= MVRT_SCAN_WSCAN_GROUPS ? scan_fwd_wscan_f32_kernel<1> : scan_fwd_wscan_f32_kernel<2>;
+        void (*fn)(const mvrt_scan_params_t) = p.dstate <= MVRT_SCAN_WSCAN_GROUPS ? scan_fwd_wscan_fast_kernel<Tin, 1>
+                                                                                : scan_fwd_wscan_fast_kernel<Tin, 2>;
         return mvrt_launch_ex(fn, dim3(grid_for(p.batch * p.dim)), dim3(MVRT_SCAN_WSCAN_THREADS), 0, s, 0, dependent,
                               p);
     }
