@@ -183,9 +183,12 @@ int main(int argc, char **argv)
             double fbytes = 2 * xb + 2 * bcb + (r->z ? xb : 0) + xb;
             double bbytes = 3 * xb + 2 * bcb + (r->z ? 2 * xb : 0) + 2 * xb + 2 * bcb + (r->z ? xb : 0);
             double fg = fbytes / (fms * 1e-3) / 1e9, bg = bbytes / (bms * 1e-3) / 1e9;
-            printf("%-22s %-5s %9.4f %8.0f %6.1f %7.2f | %9.4f %8.0f %6.1f %7.2f   (ws %.1f MB)\n", r->name,
-                   tu_dtype_name(dt), fms, fg, 100 * fg / copy_gbs, r->ref_fwd_ms / fms, bms, bg,
-                   100 * bg / copy_gbs, r->ref_bwd_ms / bms, wsb / 1e6);
+            /* "x ref" is "-" for a row without a reference time */
+            char xfwd[16] = "-", xbwd[16] = "-";
+            if (r->ref_fwd_ms > 0) snprintf(xfwd, sizeof xfwd, "%.2f", r->ref_fwd_ms / fms);
+            if (r->ref_bwd_ms > 0) snprintf(xbwd, sizeof xbwd, "%.2f", r->ref_bwd_ms / bms);
+            printf("%-22s %-5s %9.4f %8.0f %6.1f %7s | %9.4f %8.0f %6.1f %7s   (ws %.1f MB)\n", r->name,
+                   tu_dtype_name(dt), fms, fg, 100 * fg / copy_gbs, xfwd, bms, bg, 100 * bg / copy_gbs, xbwd, wsb / 1e6);
             fflush(stdout);
             for (int s = 0; s < nsets; s++)
                 for (int i = 0; i < na[s]; i++) vt->mem_free(dev, allocs[s][i]);
