@@ -15,7 +15,8 @@
  * applies, else the row kernels (one thread per channel row,
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
- * 1), else the general kernels. Backward: the staged backward (1, 2 or 4
+ * 1), else the general kernels. Backward: the chunked warp-scan backward
+ * where the forward takes its chunked form (N <= 256), else the staged backward (1, 2 or 4
  * lanes per channel row, 3 <= N <= 16, variable B and C, unit L-strides),
  * else the lanes backward kernel (one lane per state, N <= 16, variable B
  * and C), else the general kernels (MVRT_CUDA_SCAN_ROWS moves it to the row
@@ -26,7 +27,7 @@
  *   MVRT_CUDA_SCAN_PATH=lanes    the lanes kernels for every problem they support
  *   MVRT_CUDA_SCAN_PATH=wscan    the warp-scan forward for every problem it supports
  *   MVRT_CUDA_SCAN_PATH=wscan-chunks  its chunked form (any N, any L) for every problem
- *                                it supports
+ *                                it supports, forward and backward
  *   MVRT_CUDA_SCAN_WSCAN=0       no warp-scan forward (the paths it replaced)
  *   MVRT_CUDA_SCAN_WSCAN_FAST=0  the warp-scan forward's general kernel also
  *                                where its unit-stride form applies
@@ -186,6 +187,15 @@ bool use_wscan_chunks(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t 
     return wscan_chunks_supported(*p) &&
            (p->dstate > 16 || (p->seqlen >= 1024 && p->batch * p->dim <= 24 * (int64_t)sm_count()));
 }
+/* backward: the chunked warp-scan backward where the forward takes its
+ * chunked form (by the same rule; measurements in PERF_NOTES, session 49),
+ * when its shared memory fits (N <= 256) */
+bool use_wscan_chunks_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
+{
+    if (!wscan_chunks_bwd_supported(*p) || wscan_chunks_bwd_rs(p->dstate, t->smem_limit) == 0) return false;
+    if (get_knobs().force_wscan_chunks) return true;
+    return use_wscan_chunks(p, t);
+}
 /* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
@@ -244,6 +254,7 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
+    if (use_wscan_chunks_bwd(p, t)) return make_wscan_bwd_ws_layout(*p, make_wscan_bwd_config(*p, t->smem_limit, sm_count())).total;
     if (use_row_bwd(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) return make_row_ws_layout(*p, c).total;
@@ -274,6 +285,12 @@ static bool bind_workspace(kparams &k, const ws_layout &w, const mvrt_scan_param
 extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
+    if (use_wscan_chunks_bwd(p, t)) {
+        const wscan_bwd_config c = make_wscan_bwd_config(*p, t->smem_limit, sm_count());
+        kparams k = make_wscan_bwd_kparams(*p, c);
+        if (!bind_workspace(k, make_wscan_bwd_ws_layout(*p, c), p)) return gpuErrorInvalidValue;
+        MVRT_SCAN_BY_DTYPE(launch_bwd_wscan_chunks_typed, k, c, s);
+    }
     if (use_row_bwd(p, t)) {
         const row_config c = row_cfg_for(p, 1, t);
         if (c.smem <= t->smem_limit) {

@@ -348,15 +348,15 @@ static __device__ __forceinline__ void wsc_store8(void *base, int64_t off, int64
         if (k < nv) io<Tin>::st(base, off + k * stride, v[k]);
 }
 
-/* Stages steps [c0, c0 + 256) of states [s0, s0 + SB) of a variable B or
- * C (base: its (batch, group) offset) into dst[state][step] as floats,
+/* Stages steps [c0, c0 + 256) of states [s0, s0 + nstage) of a variable B
+ * or C (base: its (batch, group) offset) into dst[state][step] as floats,
  * zeros past L or N; all 256 threads, 8 steps each per state row. */
 template <typename Tin, bool VEC>
 static __device__ __forceinline__ void wsc_stage(float *dst, const mvrt_scan_operand_t &op, int64_t base, int s0,
-                                                 int N, int c0, int L)
+                                                 int nstage, int N, int c0, int L)
 {
     constexpr int TM = MVRT_SCAN_WSC_T, CH = MVRT_SCAN_WSC_CHUNK, PER = CH / TM; /* 32 pieces per state row */
-    for (int k = threadIdx.x; k < MVRT_SCAN_WSC_SB * PER; k += MVRT_SCAN_WSCAN_THREADS) {
+    for (int k = threadIdx.x; k < nstage * PER; k += MVRT_SCAN_WSCAN_THREADS) {
         const int q = k / PER, j = (k - q * PER) * TM, n = s0 + q, l = c0 + j, rem = L - l;
         const int nv = n >= N || rem <= 0 ? 0 : rem < TM ? rem : TM;
         float v[TM];
@@ -436,8 +436,8 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chu
             for (int s0 = 0; s0 < N; s0 += SB) {
                 if (bvar || cvar) {
                     __syncthreads(); /* the previous states' reads of sB / sC are done */
-                    if (bvar) wsc_stage<Tin, VEC>(sB, p.B, Bg, s0, N, c0, L);
-                    if (cvar) wsc_stage<Tin, VEC>(sC, p.C, Cg, s0, N, c0, L);
+                    if (bvar) wsc_stage<Tin, VEC>(sB, p.B, Bg, s0, SB, N, c0, L);
+                    if (cvar) wsc_stage<Tin, VEC>(sC, p.C, Cg, s0, SB, N, c0, L);
                     __syncthreads();
                 }
                 if (!has_row) continue;
@@ -503,17 +503,19 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chu
  * every other stride of them a multiple of 8 elements and their data
  * aligned to 8 elements, so that every lane's 8 steps start 8-element
  * aligned. */
+static inline bool wsc_vec_operand(const mvrt_scan_operand_t &o, int lstride_axis, int naxes, int64_t es)
+{
+    if (o.stride[lstride_axis] != 1 || ((uintptr_t)o.data % (uintptr_t)(8 * es)) != 0) return false;
+    for (int a = 0; a < naxes; ++a)
+        if (a != lstride_axis && o.stride[a] % 8 != 0) return false;
+    return true;
+}
 static inline bool wscan_chunks_vec(const mvrt_scan_params_t &p)
 {
     const int64_t es = p.input_dtype == MVRT_SCAN_F32 ? 4 : 2;
-    auto ok = [&](const mvrt_scan_operand_t &o, int lstride_axis, int naxes) {
-        if (o.stride[lstride_axis] != 1 || ((uintptr_t)o.data % (uintptr_t)(8 * es)) != 0) return false;
-        for (int a = 0; a < naxes; ++a)
-            if (a != lstride_axis && o.stride[a] % 8 != 0) return false;
-        return true;
-    };
-    return ok(p.u, 2, 3) && ok(p.delta, 2, 3) && ok(p.out, 2, 3) && (!p.z.data || ok(p.z, 2, 3)) &&
-           (!p.b_variable || ok(p.B, 3, 4)) && (!p.c_variable || ok(p.C, 3, 4));
+    return wsc_vec_operand(p.u, 2, 3, es) && wsc_vec_operand(p.delta, 2, 3, es) && wsc_vec_operand(p.out, 2, 3, es) &&
+           (!p.z.data || wsc_vec_operand(p.z, 2, 3, es)) && (!p.b_variable || wsc_vec_operand(p.B, 3, 4, es)) &&
+           (!p.c_variable || wsc_vec_operand(p.C, 3, 4, es));
 }
 
 template <typename Tin>
@@ -524,6 +526,394 @@ static mvrt_gpu_error_t launch_fwd_wscan_chunks_typed(const mvrt_scan_params_t &
     void (*fn)(const mvrt_scan_params_t) =
         wscan_chunks_vec(p) ? scan_fwd_wscan_chunks_kernel<Tin, true> : scan_fwd_wscan_chunks_kernel<Tin, false>;
     return launch_scan_kernel(fn, p, p.batch * p.groups * tiles, MVRT_SCAN_WSCAN_THREADS, smem, s);
+}
+
+/* ---------------------------------------------------------------------
+ * The chunked warp-scan backward: the forward's geometry (a block of 8
+ * warps takes 8 channel rows of one (batch, group), a warp one row, lane
+ * i steps [8 i, 8 i + 8) of each 256-step chunk) for the adjoint. Why: at
+ * N > 16 the general backward keeps a row's states in one thread group
+ * and walks L serially (0.28-0.40x mamba_ssm at 16x64x256xN, N 64-256, and
+ * on the Mamba layer at batch 1; PERF_NOTES, session 48); here both
+ * recurrences are parallel in L like the forward.
+ *
+ * Pass 1 (more than one chunk): the forward's lane maps over chunks 0 ..
+ * n-2 give each state's value at every chunk start, saved in the
+ * workspace (Bt, nchunks, Dm, N). Pass 2 walks the chunks backwards; per
+ * state, the lane maps are rebuilt from the saved start state (h_t in
+ * registers), and the adjoint
+ *   lambda_t = mu_{t+1} + C_t g_t,  mu_t = a_t lambda_t
+ * (mu: what passes to step t - 1) is the same kind of affine recurrence
+ * run from the right: a lane's 8 steps map mu_in to mu_out = P mu_in + Q
+ * with P the forward's product of a_t, a suffix scan over the lanes
+ * (shuffles from lane + o) gives each lane its incoming mu from the
+ * chunk's end carry (shared memory, per row and state), and a reverse pass
+ * over the lane's steps produces lambda_t and the gradients:
+ *   du = delta' sum_n lambda B + D g,  ddelta' = sum_n lambda (B u + A a_t h_{t-1}),
+ *   dA_n += lambda delta' a_t h_{t-1},  dB_n,t = lambda delta' u,  dC_n,t = g h_t,
+ * with g = dout silu(z) and dz = dout (y + D u) silu'(z) (y summed over the
+ * states as the forward does). du and ddelta accumulate in the lane's
+ * registers over the states; dA and constant dB / dC per row and state in
+ * shared memory (a fixed 5-round butterfly over the lanes per chunk);
+ * variable dB / dC go through each warp's partials in shared memory,
+ * summed over the block's rows in row order every RS states, then over
+ * tiles by the shared reduction kernel. Fixed-order sums throughout:
+ * bitwise reproducible. Steps past L: delta' = 0, u = 0 and g = 0 (a = 1,
+ * nothing added), never stored. N <= 256; RS (states per round: staged
+ * B / C and the warps' partials) is 4, 2 or 1, the most that fits the
+ * device's shared memory. */
+#define MVRT_SCAN_WSCB_N_MAX 256
+#define MVRT_SCAN_WSCB_RS_MAX 4
+/* a warp's dB / dC partial row of one state: lane i's 8 steps at 9 i ..
+ * 9 i + 7 (scalar stores from the lanes hit 32 different banks) */
+#define MVRT_SCAN_WSCB_PROW (32 * (MVRT_SCAN_WSC_T + 1))
+
+static inline bool wscan_chunks_bwd_supported(const mvrt_scan_params_t &p)
+{
+    return wscan_chunks_supported(p) && p.dstate <= MVRT_SCAN_WSCB_N_MAX;
+}
+
+/* staged B / C and the warps' dB / dC partials of rs states, and per row
+ * and state: the adjoint's carry, dA, constant dB and dC */
+static inline size_t wscan_chunks_bwd_smem(int64_t N, int rs)
+{
+    constexpr size_t CH = MVRT_SCAN_WSC_CHUNK, R = MVRT_SCAN_WSC_ROWS, PR = MVRT_SCAN_WSCB_PROW;
+    return (2 * rs * CH + 2 * R * rs * PR + 4 * R * (size_t)N) * sizeof(float);
+}
+/* states per round for the shared-memory limit (0: does not fit) */
+static inline int wscan_chunks_bwd_rs(int64_t N, size_t smem_limit)
+{
+    for (int rs = MVRT_SCAN_WSCB_RS_MAX; rs >= 1; rs /= 2)
+        if (wscan_chunks_bwd_smem(N, rs) <= smem_limit) return rs;
+    return 0;
+}
+
+/* Sum of x over the 32 lanes of a group (fixed butterfly). */
+static __device__ __forceinline__ float wsc_lane_sum(float x)
+{
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) x += MVRT_SHFL_XOR(x, o, 32);
+    return x;
+}
+
+/* This lane's 8 steps of one state's B or C: from its staged row
+ * (variable; `staged` points at the lane's first step) or the row's
+ * constant value row[off]. */
+static __device__ __forceinline__ void wsc_bwd_steps(float (&v)[MVRT_SCAN_WSC_T], bool variable, const float *staged,
+                                                     const float *row, int64_t off)
+{
+    if (variable) {
+        const float4 *r4 = reinterpret_cast<const float4 *>(staged);
+        const float4 x0 = r4[0], x1 = r4[1];
+        v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
+        return;
+    }
+    const float c = row[off];
+#pragma unroll
+    for (int i = 0; i < MVRT_SCAN_WSC_T; ++i) v[i] = c;
+}
+
+/* Launch needs: blockDim 256, dynamic shared memory
+ * wscan_chunks_bwd_smem(N, k.np); k from make_chunked_kparams with ch = 8
+ * rows per tile, ts = 256, np = RS, nsub = chunks; workspace bound.
+ * MINB: blocks per SM of the launch bound (make_wscan_bwd_config). */
+template <typename Tin, bool VEC, int MINB>
+__global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_chunks_kernel(const kparams k)
+{
+    constexpr int TM = MVRT_SCAN_WSC_T, CH = MVRT_SCAN_WSC_CHUNK, R = MVRT_SCAN_WSC_ROWS, PR = MVRT_SCAN_WSCB_PROW;
+    const mvrt_scan_params_t &p = k.p;
+    extern __shared__ float4 wsc_smem4[];
+    const int rs = k.np, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int L = (int)p.seqlen, N = (int)p.dstate, nchunks = k.nsub, K = 3 * N + 2;
+    float *sB = reinterpret_cast<float *>(wsc_smem4); /* (rs, CH) staged B */
+    float *sC = sB + rs * CH;                         /* (rs, CH) staged C */
+    float *wB = sC + rs * CH;                         /* (R, rs, PR) each row's dB of the round's states */
+    float *wC = wB + R * rs * PR;                     /* (R, rs, PR) dC */
+    float *carry = wC + R * rs * PR + warp * N;       /* this row's h (pass 1) / mu (pass 2) carry */
+    float *accA = carry + R * N, *accB = accA + R * N, *accC = accB + R * N; /* this row's sums over L */
+    const bool sp = p.delta_softplus != 0, bvar = p.b_variable != 0, cvar = p.c_variable != 0, hz = p.z.data != 0;
+    const float *Ap = (const float *)p.A.data;
+    for (int64_t w = blockIdx.x; w < k.nwork; w += gridDim.x) {
+        const work wk = decode(k, w);
+        const bool has_row = warp < wk.nrows;
+        const int64_t b = wk.b, d = wk.d0 + (has_row ? warp : 0);
+        const int64_t ub = b * p.u.stride[0] + d * p.u.stride[1], db = b * p.delta.stride[0] + d * p.delta.stride[1];
+        const int64_t Bg = b * p.B.stride[0] + wk.g * p.B.stride[1], Cg = b * p.C.stride[0] + wk.g * p.C.stride[1];
+        const float bias = has_row && p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+        const float Dv = has_row && p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+        /* chunk c's start state of this row: hsave[c * hstep + n] (c >= 1; no workspace for one chunk) */
+        float *hsave = nchunks > 1 ? k.ws_state + (b * nchunks * p.dim + d) * N : 0;
+        const int64_t hstep = p.dim * (int64_t)N;
+        /* this row's A and constant B / C (state n at n * s?1), this lane's staged steps and partial slots */
+        const float *Arow = Ap + d * p.A.stride[0];
+        const float *Brow = (const float *)p.B.data + (bvar ? 0 : d * p.B.stride[0]);
+        const float *Crow = (const float *)p.C.data + (cvar ? 0 : d * p.C.stride[0]);
+        const int64_t sA1 = p.A.stride[1], sB1 = p.B.stride[1], sC1 = p.C.stride[1];
+        const float *sBl = sB + lane * TM, *sCl = sC + lane * TM;
+        float *wBl = wB + warp * rs * PR + lane * (TM + 1), *wCl = wC + warp * rs * PR + lane * (TM + 1);
+
+        /* ---- pass 1: every chunk's start state */
+        for (int n = lane; n < N; n += 32) carry[n] = 0.f;
+        MVRT_SYNCWARP();
+        for (int c = 0; c + 1 < nchunks; ++c) {
+            const int c0 = c * CH, l0 = c0 + lane * TM, rem = L - l0, nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
+            float uv[TM], dl[TM], dl_sum = 0.f;
+            wsc_load8<Tin, VEC>(uv, p.u.data, ub + l0 * p.u.stride[2], p.u.stride[2], nv);
+            wsc_load8<Tin, VEC>(dl, p.delta.data, db + l0 * p.delta.stride[2], p.delta.stride[2], nv);
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                const float v = dl[i] + bias;
+                dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f;
+                dl_sum += dl[i];
+                uv[i] *= dl[i]; /* delta' u */
+            }
+            for (int s0 = 0; s0 < N; s0 += rs) {
+                const int ns = N - s0 < rs ? N - s0 : rs;
+                if (bvar) {
+                    __syncthreads();
+                    wsc_stage<Tin, VEC>(sB, p.B, Bg, s0, ns, N, c0, L);
+                    __syncthreads();
+                }
+                if (!has_row) continue;
+                for (int q = 0; q < ns; ++q) {
+                    const int n = s0 + q;
+                    const float A2 = Arow[n * sA1] * MVRT_SCAN_LOG2E;
+                    float bv[TM], pb = 0.f;
+                    wsc_bwd_steps(bv, bvar, sBl + q * CH, Brow, n * sB1);
+#pragma unroll
+                    for (int i = 0; i < TM; ++i) pb = mvrt_fast_exp2(dl[i] * A2) * pb + bv[i] * uv[i];
+                    float pa = mvrt_fast_exp2(dl_sum * A2);
+#pragma unroll
+                    for (int o = 1; o < 32; o <<= 1) {
+                        const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+                        if (lane >= o) pb = pa * qb + pb, pa *= qa;
+                    }
+                    if (lane == 31) { /* the chunk's map applied to its start state: the next chunk's */
+                        const float h = pa * carry[n] + pb;
+                        carry[n] = h;
+                        hsave[(c + 1) * hstep + n] = h;
+                    }
+                }
+            }
+        }
+
+        /* ---- pass 2: chunks in reverse */
+        MVRT_SYNCWARP();
+        for (int n = lane; n < N; n += 32) carry[n] = accA[n] = accB[n] = accC[n] = 0.f;
+        float dD = 0.f, dbias = 0.f;
+        for (int c = nchunks - 1; c >= 0; --c) {
+            MVRT_SYNCWARP(); /* lane 0's carry writes of the chunk after are seen */
+            const int c0 = c * CH, l0 = c0 + lane * TM, rem = L - l0, nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
+            const int64_t gb = b * p.dout.stride[0] + d * p.dout.stride[1] + l0 * p.dout.stride[2];
+            const int64_t zb = hz ? b * p.z.stride[0] + d * p.z.stride[1] + l0 * p.z.stride[2] : 0;
+            /* per step: du_ = delta' u; s1 = sum_n lambda B, s2 = sum_n A lambda a h_{t-1}, y = sum_n C h */
+            float du_[TM], dl[TM], g[TM], y[TM], s1[TM], s2[TM], dl_sum = 0.f;
+            wsc_load8<Tin, VEC>(du_, p.u.data, ub + l0 * p.u.stride[2], p.u.stride[2], nv);
+            wsc_load8<Tin, VEC>(dl, p.delta.data, db + l0 * p.delta.stride[2], p.delta.stride[2], nv);
+            wsc_load8<Tin, VEC>(g, p.dout.data, gb, p.dout.stride[2], nv);
+            if (hz) { /* g = dout silu(z) */
+                float zv[TM];
+                wsc_load8<Tin, VEC>(zv, p.z.data, zb, p.z.stride[2], nv);
+#pragma unroll
+                for (int i = 0; i < TM; ++i) g[i] *= zv[i] * fast_sigmoid(zv[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                const float v = dl[i] + bias;
+                dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f;
+                dl_sum += dl[i];
+                du_[i] *= dl[i];
+                y[i] = s1[i] = s2[i] = 0.f;
+            }
+            const float *hstart = c > 0 ? hsave + c * hstep : 0;
+            for (int s0 = 0; s0 < N; s0 += rs) {
+                const int ns = N - s0 < rs ? N - s0 : rs;
+                if (bvar || cvar) {
+                    __syncthreads(); /* the round before: staged rows and partials are read */
+                    if (bvar) wsc_stage<Tin, VEC>(sB, p.B, Bg, s0, ns, N, c0, L);
+                    if (cvar) wsc_stage<Tin, VEC>(sC, p.C, Cg, s0, ns, N, c0, L);
+                    __syncthreads();
+                }
+                if (has_row) {
+#pragma unroll 1
+                    for (int q = 0; q < ns; ++q) {
+                        const int n = s0 + q;
+                        const float An = Arow[n * sA1], A2 = An * MVRT_SCAN_LOG2E;
+                        const float h0 = hstart ? hstart[n] : 0.f, mu_c = carry[n]; /* read before lane 0 writes */
+                        float bv[TM], cv[TM], av[TM], hv[TM], pb = 0.f, qb = 0.f;
+                        wsc_bwd_steps(bv, bvar, sBl + q * CH, Brow, n * sB1);
+                        wsc_bwd_steps(cv, cvar, sCl + q * CH, Crow, n * sC1);
+#pragma unroll
+                        for (int i = 0; i < TM; ++i) {
+                            av[i] = mvrt_fast_exp2(dl[i] * A2);
+                            pb = av[i] * pb + bv[i] * du_[i];
+                        }
+#pragma unroll
+                        for (int i = TM - 1; i >= 0; --i) qb = av[i] * (qb + cv[i] * g[i]);
+                        const float p0 = mvrt_fast_exp2(dl_sum * A2); /* the product of av */
+                        float pa = p0, ra = p0;
+#pragma unroll
+                        for (int o = 1; o < 32; o <<= 1) { /* h: prefix over earlier lanes; mu: suffix over later */
+                            const float fa = MVRT_SHFL(pa, (lane - o) & 31, 32), fb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+                            const float sa = MVRT_SHFL(ra, (lane + o) & 31, 32), sb = MVRT_SHFL(qb, (lane + o) & 31, 32);
+                            if (lane >= o) pb = pa * fb + pb, pa *= fa;
+                            if (lane + o < 32) qb = ra * sb + qb, ra *= sa;
+                        }
+                        const float ea = MVRT_SHFL(pa, (lane - 1) & 31, 32), eb = MVRT_SHFL(pb, (lane - 1) & 31, 32);
+                        const float na = MVRT_SHFL(ra, (lane + 1) & 31, 32), nb = MVRT_SHFL(qb, (lane + 1) & 31, 32);
+                        const float hin = lane == 0 ? h0 : ea * h0 + eb;
+                        float mu = lane == 31 ? mu_c : na * mu_c + nb;
+                        float h = hin;
+#pragma unroll
+                        for (int i = 0; i < TM; ++i) {
+                            h = av[i] * h + bv[i] * du_[i];
+                            hv[i] = h;
+                            if (hz) y[i] += cv[i] * h;
+                        }
+                        float sA = 0.f, sBc = 0.f, sCc = 0.f;
+                        float *pB = wBl + q * PR, *pC = wCl + q * PR;
+#pragma unroll
+                        for (int i = TM - 1; i >= 0; --i) {
+                            const float hp = i > 0 ? hv[i > 0 ? i - 1 : 0] : hin;
+                            const float lam = mu + cv[i] * g[i], la = lam * (av[i] * hp);
+                            const float gB = lam * du_[i], gC = g[i] * hv[i];
+                            s1[i] += lam * bv[i];
+                            s2[i] += An * la;
+                            sA += dl[i] * la;
+                            if (bvar) pB[i] = gB; else sBc += gB;
+                            if (cvar) pC[i] = gC; else sCc += gC;
+                            mu = av[i] * lam;
+                        }
+                        if (lane == 0) carry[n] = mu;
+                        sA = wsc_lane_sum(sA);
+                        if (!bvar) sBc = wsc_lane_sum(sBc);
+                        if (!cvar) sCc = wsc_lane_sum(sCc);
+                        if (lane == 0) {
+                            accA[n] += sA;
+                            if (!bvar) accB[n] += sBc;
+                            if (!cvar) accC[n] += sCc;
+                        }
+                    }
+                }
+                if (bvar || cvar) { /* the round's dB / dC: the block's rows summed in order */
+                    __syncthreads();
+                    for (int e = threadIdx.x; e < ns * CH; e += MVRT_SCAN_WSCAN_THREADS) {
+                        const int q = e / CH, j = e - q * CH, o = q * PR + j + j / TM; /* step j's partial */
+                        if (c0 + j >= L) continue;
+                        if (bvar) {
+                            float s = 0.f;
+                            for (int r = 0; r < wk.nrows; ++r) s += wB[r * rs * PR + o];
+                            store_dbc<Tin>(k, wk, 0, s0 + q, c0 + j, s);
+                        }
+                        if (cvar) {
+                            float s = 0.f;
+                            for (int r = 0; r < wk.nrows; ++r) s += wC[r * rs * PR + o];
+                            store_dbc<Tin>(k, wk, 1, s0 + q, c0 + j, s);
+                        }
+                    }
+                }
+            }
+            if (has_row && nv > 0) {
+                float uv[TM], gdu[TM], gdd[TM], zf[TM]; /* dz = dout silu'(z) (y + D u) */
+                wsc_load8<Tin, VEC>(uv, p.u.data, ub + l0 * p.u.stride[2], p.u.stride[2], nv);
+                if (hz) {
+                    float dv[TM];
+                    wsc_load8<Tin, VEC>(zf, p.z.data, zb, p.z.stride[2], nv);
+                    wsc_load8<Tin, VEC>(dv, p.dout.data, gb, p.dout.stride[2], nv);
+#pragma unroll
+                    for (int i = 0; i < TM; ++i) {
+                        const float zz = zf[i], sig = fast_sigmoid(zz);
+                        zf[i] = dv[i] * sig * (1.f + zz * (1.f - sig)) * (y[i] + Dv * uv[i]);
+                    }
+                }
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+                    dD += g[i] * uv[i];
+                    gdu[i] = dl[i] * s1[i] + Dv * g[i];
+                    gdd[i] = uv[i] * s1[i] + s2[i];
+                    if (sp) gdd[i] *= -expm1f(-dl[i]); /* softplus' = sigmoid = 1 - exp(-softplus) */
+                    if (i < nv) dbias += gdd[i];
+                }
+                wsc_store8<Tin, VEC>(p.du.data, b * p.du.stride[0] + d * p.du.stride[1] + l0 * p.du.stride[2],
+                                     p.du.stride[2], nv, gdu);
+                wsc_store8<Tin, VEC>(p.ddelta.data,
+                                     b * p.ddelta.stride[0] + d * p.ddelta.stride[1] + l0 * p.ddelta.stride[2],
+                                     p.ddelta.stride[2], nv, gdd);
+                if (p.dz.data)
+                    wsc_store8<Tin, VEC>(p.dz.data, b * p.dz.stride[0] + d * p.dz.stride[1] + l0 * p.dz.stride[2],
+                                         p.dz.stride[2], nv, zf);
+            }
+        }
+        /* this row's sums over L: [dA n][const dB n][const dC n][dD][ddelta_bias] */
+        dD = wsc_lane_sum(dD);
+        dbias = wsc_lane_sum(dbias);
+        MVRT_SYNCWARP(); /* lane 0's sums are seen */
+        if (has_row) {
+            float *dst = k.ws_row + (b * p.dim + d) * K;
+            for (int n = lane; n < N; n += 32) dst[n] = accA[n], dst[N + n] = accB[n], dst[2 * N + n] = accC[n];
+            if (lane == 0) dst[3 * N] = dD, dst[3 * N + 1] = dbias;
+        }
+        MVRT_SYNCWARP(); /* read before the next row resets them */
+    }
+}
+
+/* VEC's conditions for the backward: the forward's, for u, delta, z,
+ * variable B / C, dout, du, ddelta and dz. */
+static inline bool wscan_chunks_bwd_vec(const mvrt_scan_params_t &p)
+{
+    const int64_t es = p.input_dtype == MVRT_SCAN_F32 ? 4 : 2;
+    const mvrt_scan_operand_t *rows[] = {&p.u, &p.delta, &p.dout, &p.du, &p.ddelta};
+    for (const mvrt_scan_operand_t *o : rows)
+        if (!wsc_vec_operand(*o, 2, 3, es)) return false;
+    return (!p.z.data || wsc_vec_operand(p.z, 2, 3, es)) && (!p.dz.data || wsc_vec_operand(p.dz, 2, 3, es)) &&
+           (!p.b_variable || wsc_vec_operand(p.B, 3, 4, es)) && (!p.c_variable || wsc_vec_operand(p.C, 3, 4, es));
+}
+
+struct wscan_bwd_config {
+    int rs;      /* states per round, 0: does not fit */
+    int minb;    /* launch bound: blocks per SM (1 or 2) */
+    int ntiles;  /* 8-row tiles per group */
+    int nchunks; /* 256-step chunks over L */
+    size_t smem;
+};
+/* The launch bound: two blocks per SM (128 registers, ~200 bytes of
+ * spills outside the state loop, 10 % more instructions in it) only where
+ * the blocks outnumber the SMs, else one (about 190 registers, no spills).
+ * H200, bwd ms, one block / two blocks per SM (session 49, calls 1-2):
+ * 16x64x256xN (128 blocks) N 64 0.125-0.127 / 0.155, N 128 0.248-0.250 /
+ * 0.292, N 256 0.472-0.477 / 0.576 (f32); the Mamba layer at batch 1
+ * (192 blocks) 1.26-1.27 / 0.91 (L 4096), 2.51-2.52 / 1.80 (L 8192). Two
+ * warps per row each taking half of the states (4-row blocks, twice the
+ * blocks) at two blocks per SM: N 64 / 128 / 256 0.144 / 0.260 / 0.502 —
+ * not kept. */
+static inline wscan_bwd_config make_wscan_bwd_config(const mvrt_scan_params_t &p, size_t smem_limit, int sm_count)
+{
+    wscan_bwd_config c;
+    c.rs = wscan_chunks_bwd_rs(p.dstate, smem_limit);
+    c.ntiles = (int)((p.dim / p.groups + MVRT_SCAN_WSC_ROWS - 1) / MVRT_SCAN_WSC_ROWS);
+    c.minb = p.batch * p.groups * c.ntiles > sm_count ? 2 : 1;
+    c.nchunks = (int)((p.seqlen + MVRT_SCAN_WSC_CHUNK - 1) / MVRT_SCAN_WSC_CHUNK);
+    c.smem = c.rs ? wscan_chunks_bwd_smem(p.dstate, c.rs) : 0;
+    return c;
+}
+static inline ws_layout make_wscan_bwd_ws_layout(const mvrt_scan_params_t &p, const wscan_bwd_config &c)
+{
+    return make_chunked_ws_layout(p, c.nchunks, c.ntiles);
+}
+static inline kparams make_wscan_bwd_kparams(const mvrt_scan_params_t &p, const wscan_bwd_config &c)
+{
+    return make_chunked_kparams(p, c.ntiles, MVRT_SCAN_WSC_ROWS, MVRT_SCAN_WSC_CHUNK, c.rs, c.nchunks);
+}
+
+template <typename Tin>
+static mvrt_gpu_error_t launch_bwd_wscan_chunks_typed(const kparams &k, const wscan_bwd_config &c, mvrt_gpu_stream_t s)
+{
+    const bool vec = wscan_chunks_bwd_vec(k.p);
+    void (*fn)(const kparams) = c.minb == 2 ? (vec ? scan_bwd_wscan_chunks_kernel<Tin, true, 2>
+                                                   : scan_bwd_wscan_chunks_kernel<Tin, false, 2>)
+                                            : (vec ? scan_bwd_wscan_chunks_kernel<Tin, true, 1>
+                                                   : scan_bwd_wscan_chunks_kernel<Tin, false, 1>);
+    return launch_scan_bwd_kernel<Tin>(fn, k, MVRT_SCAN_WSCAN_THREADS, c.smem, s);
 }
 
 /* allow_fast: the unit-stride form where it applies (the launcher's knob
