@@ -16,7 +16,7 @@
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
  * 1), else the general kernels. Backward: the chunked warp-scan backward
- * where the forward takes its chunked form (N <= 256), else the staged backward (1, 2 or 4
+ * where the forward takes either warp-scan form (N <= 256), else the staged backward (1, 2 or 4
  * lanes per channel row, 3 <= N <= 16, variable B and C, unit L-strides),
  * else the lanes backward kernel (one lane per state, N <= 16, variable B
  * and C), else the general kernels (MVRT_CUDA_SCAN_ROWS moves it to the row
@@ -187,14 +187,18 @@ bool use_wscan_chunks(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t 
     return wscan_chunks_supported(*p) &&
            (p->dstate > 16 || (p->seqlen >= 1024 && p->batch * p->dim <= 24 * (int64_t)sm_count()));
 }
-/* backward: the chunked warp-scan backward where the forward takes its
- * chunked form (by the same rule; measurements in PERF_NOTES, session 49),
- * when its shared memory fits (N <= 256) */
+/* backward: the chunked warp-scan backward where the forward takes either
+ * warp-scan form (N > 16, few long rows, few short rows; measurements in
+ * PERF_NOTES, session 49), when its shared memory fits (N <= 256). Few
+ * short rows, H200, bwd ms, lanes backward / this: MambaVision-T stage 3
+ * at batch 1 (160 rows, L 196, N 8) f32 0.075-0.078 / 0.041, bf16
+ * 0.077-0.082 / 0.040-0.042; with many rows it loses (T stage 3 at batch
+ * 256: staged 0.26-0.29 / 0.52-0.55). */
 bool use_wscan_chunks_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     if (!wscan_chunks_bwd_supported(*p) || wscan_chunks_bwd_rs(p->dstate, t->smem_limit) == 0) return false;
     if (get_knobs().force_wscan_chunks) return true;
-    return use_wscan_chunks(p, t);
+    return use_wscan_chunks(p, t) || use_wscan(p, t);
 }
 /* forward (the backward's lanes kernel: use_lanes_bwd) */
 bool use_lanes(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
