@@ -52,11 +52,13 @@ template <> struct io<float> {
     static __device__ __forceinline__ void st(void *p, int64_t i, float v) { ((float *)p)[i] = v; }
 };
 template <> struct io<mvrt_gpu_half> {
+    static constexpr int h16 = 2; /* storage code of gpu_vendor.h's mvrt_h16_to_f32 / mvrt_h16x2 */
     static __device__ __forceinline__ float wide(mvrt_gpu_half v) { return mvrt_half_to_float(v); }
     static __device__ __forceinline__ float ld(const void *p, int64_t i) { return wide(((const mvrt_gpu_half *)p)[i]); }
     static __device__ __forceinline__ void st(void *p, int64_t i, float v) { ((mvrt_gpu_half *)p)[i] = mvrt_float_to_half(v); }
 };
 template <> struct io<mvrt_gpu_bf16> {
+    static constexpr int h16 = 3;
     static __device__ __forceinline__ float wide(mvrt_gpu_bf16 v) { return mvrt_bf16_to_float(v); }
     static __device__ __forceinline__ float ld(const void *p, int64_t i) { return wide(((const mvrt_gpu_bf16 *)p)[i]); }
     static __device__ __forceinline__ void st(void *p, int64_t i, float v) { ((mvrt_gpu_bf16 *)p)[i] = mvrt_float_to_bf16(v); }

@@ -303,11 +303,8 @@ static __device__ __forceinline__ void wsc_load8(float (&v)[MVRT_SCAN_WSC_T], co
             const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                const unsigned short lo = (unsigned short)(w[k] & 0xffffu), hi = (unsigned short)(w[k] >> 16);
-                Tin a, b;
-                memcpy(&a, &lo, 2);
-                memcpy(&b, &hi, 2);
-                v[2 * k] = io<Tin>::wide(a), v[2 * k + 1] = io<Tin>::wide(b);
+                v[2 * k] = mvrt_h16_to_f32<io<Tin>::h16>((unsigned short)(w[k] & 0xffffu));
+                v[2 * k + 1] = mvrt_h16_to_f32<io<Tin>::h16>((unsigned short)(w[k] >> 16));
             }
         }
         return;
@@ -328,18 +325,10 @@ static __device__ __forceinline__ void wsc_store8(void *base, int64_t off, int64
             d[0] = make_float4(v[0], v[1], v[2], v[3]);
             d[1] = make_float4(v[4], v[5], v[6], v[7]);
         } else {
-            uint32_t w[4];
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                Tin a, b;
-                io<Tin>::st(&a, 0, v[2 * k]);
-                io<Tin>::st(&b, 0, v[2 * k + 1]);
-                unsigned short lo, hi;
-                memcpy(&lo, &a, 2);
-                memcpy(&hi, &b, 2);
-                w[k] = (uint32_t)lo | ((uint32_t)hi << 16);
-            }
-            *reinterpret_cast<uint4 *>((Tin *)base + off) = make_uint4(w[0], w[1], w[2], w[3]);
+            constexpr int H = io<Tin>::h16;
+            *reinterpret_cast<uint4 *>((Tin *)base + off) =
+                make_uint4(mvrt_h16x2<H>(v[0], v[1]), mvrt_h16x2<H>(v[2], v[3]), mvrt_h16x2<H>(v[4], v[5]),
+                           mvrt_h16x2<H>(v[6], v[7]));
         }
         return;
     }
@@ -698,6 +687,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
         }
 
         /* ---- pass 2: chunks in reverse */
+        __threadfence_block(); /* lane 31's saved states (global memory) before the warp's reads below */
         MVRT_SYNCWARP();
         for (int n = lane; n < N; n += 32) carry[n] = accA[n] = accB[n] = accC[n] = 0.f;
         float dD = 0.f, dbias = 0.f;
