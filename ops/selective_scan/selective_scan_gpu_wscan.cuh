@@ -628,12 +628,14 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
         const int64_t b = wk.b, d = wk.d0 + (has_row ? warp : 0);
         const int64_t ub = b * p.u.stride[0] + d * p.u.stride[1], db = b * p.delta.stride[0] + d * p.delta.stride[1];
         const int64_t Bg = b * p.B.stride[0] + wk.g * p.B.stride[1], Cg = b * p.C.stride[0] + wk.g * p.C.stride[1];
-        const float bias = has_row && p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+        const float bias =
+            has_row && p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
         const float Dv = has_row && p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
         /* chunk c's start state of this row: hsave[c * hstep + n] (c >= 1; no workspace for one chunk) */
         float *hsave = nchunks > 1 ? k.ws_state + (b * nchunks * p.dim + d) * N : 0;
         const int64_t hstep = p.dim * (int64_t)N;
-        /* this row's A and constant B / C (state n at n * s?1), this lane's staged steps and partial slots */
+        /* this row's A and constant B / C (state n at n * sA1 / sB1 / sC1),
+         * this lane's staged steps and partial slots */
         const float *Arow = Ap + d * p.A.stride[0];
         const float *Brow = (const float *)p.B.data + (bvar ? 0 : d * p.B.stride[0]);
         const float *Crow = (const float *)p.C.data + (cvar ? 0 : d * p.C.stride[0]);
@@ -645,7 +647,8 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
         for (int n = lane; n < N; n += 32) carry[n] = 0.f;
         MVRT_SYNCWARP();
         for (int c = 0; c + 1 < nchunks; ++c) {
-            const int c0 = c * CH, l0 = c0 + lane * TM, rem = L - l0, nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
+            const int c0 = c * CH, l0 = c0 + lane * TM, rem = L - l0;
+            const int nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
             float uv[TM], dl[TM], dl_sum = 0.f;
             wsc_load8<Tin, VEC>(uv, p.u.data, ub + l0 * p.u.stride[2], p.u.stride[2], nv);
             wsc_load8<Tin, VEC>(dl, p.delta.data, db + l0 * p.delta.stride[2], p.delta.stride[2], nv);
@@ -693,7 +696,8 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
         float dD = 0.f, dbias = 0.f;
         for (int c = nchunks - 1; c >= 0; --c) {
             MVRT_SYNCWARP(); /* lane 0's carry writes of the chunk after are seen */
-            const int c0 = c * CH, l0 = c0 + lane * TM, rem = L - l0, nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
+            const int c0 = c * CH, l0 = c0 + lane * TM, rem = L - l0;
+            const int nv = !has_row || rem < 0 ? 0 : rem < TM ? rem : TM;
             const int64_t gb = b * p.dout.stride[0] + d * p.dout.stride[1] + l0 * p.dout.stride[2];
             const int64_t zb = hz ? b * p.z.stride[0] + d * p.z.stride[1] + l0 * p.z.stride[2] : 0;
             /* per step: du_ = delta' u; s1 = sum_n lambda B, s2 = sum_n A lambda a h_{t-1}, y = sum_n C h */
@@ -744,8 +748,10 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
                         float pa = p0, ra = p0;
 #pragma unroll
                         for (int o = 1; o < 32; o <<= 1) { /* h: prefix over earlier lanes; mu: suffix over later */
-                            const float fa = MVRT_SHFL(pa, (lane - o) & 31, 32), fb = MVRT_SHFL(pb, (lane - o) & 31, 32);
-                            const float sa = MVRT_SHFL(ra, (lane + o) & 31, 32), sb = MVRT_SHFL(qb, (lane + o) & 31, 32);
+                            const float fa = MVRT_SHFL(pa, (lane - o) & 31, 32);
+                            const float fb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+                            const float sa = MVRT_SHFL(ra, (lane + o) & 31, 32);
+                            const float sb = MVRT_SHFL(qb, (lane + o) & 31, 32);
                             if (lane >= o) pb = pa * fb + pb, pa *= fa;
                             if (lane + o < 32) qb = ra * sb + qb, ra *= sa;
                         }
