@@ -16,8 +16,9 @@
  * N <= 16, variable B and C, many rows) wherever they apply, else the lanes
  * kernel (one lane per state, N <= 16, at most 8 rows per SM: e.g. batch
  * 1), else the general kernels. Backward: the chunked warp-scan backward
- * where the forward takes either warp-scan form (N <= 256), else the staged backward (1, 2 or 4
- * lanes per channel row, 3 <= N <= 16, variable B and C, unit L-strides),
+ * where the forward takes either warp-scan form (N <= 256), else the
+ * staged backward (1, 2 or 4 lanes per channel row, 3 <= N <= 16,
+ * variable B and C, unit L-strides),
  * else the lanes backward kernel (one lane per state, N <= 16, variable B
  * and C), else the general kernels (MVRT_CUDA_SCAN_ROWS moves it to the row
  * kernels).

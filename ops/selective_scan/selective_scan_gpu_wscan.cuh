@@ -46,6 +46,19 @@ static inline bool wscan_path_preferred(const mvrt_scan_params_t &p, int sm_coun
     return wscan_path_supported(p) && p.batch * p.dim <= 4 * (int64_t)sm_count;
 }
 
+/* Inclusive scan of the lanes' affine maps h -> pa h + pb over each group
+ * of 32 lanes, earlier lanes first: afterwards lane i holds the map of
+ * lanes 0 .. i (5 shuffle rounds, fixed order). */
+static __device__ __forceinline__ float2 wsc_prefix_maps(float pa, float pb, int lane)
+{
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
+        if (lane >= o) pb = pa * qb + pb, pa *= qa;
+    }
+    return make_float2(pa, pb);
+}
+
 /* One channel row's scan once a lane's operands are in registers (both
  * kernels below): dl becomes the step (delta_bias, softplus), y this
  * group's states' part of the lane's outputs (group 0 also D u), last[q]
@@ -83,12 +96,7 @@ static __device__ __forceinline__ void wscan_compute(const mvrt_scan_params_t &p
             pb = av[i] * pb + bv[q][i];
         }
         float pa = mvrt_fast_exp2(dl_sum * A2); /* the product of av: one exponential, off pb's chain */
-        /* inclusive scan of the lanes' maps, earlier lanes first */
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
-            if (lane >= o) pb = pa * qb + pb, pa *= qa;
-        }
+        { const float2 m = wsc_prefix_maps(pa, pb, lane); pa = m.x, pb = m.y; }
         float hs = MVRT_SHFL(pb, (lane - 1) & 31, 32);
         if (lane == 0) hs = 0.f;
 #pragma unroll
@@ -364,9 +372,7 @@ static __device__ __forceinline__ void wsc_state_steps(float (&v)[MVRT_SCAN_WSC_
 {
     static_assert(MVRT_SCAN_WSC_T == 8, "two float4 per lane");
     if (variable) {
-        const float4 *r4 = reinterpret_cast<const float4 *>(staged + q * MVRT_SCAN_WSC_CHUNK + lane * MVRT_SCAN_WSC_T);
-        const float4 x0 = r4[0], x1 = r4[1];
-        v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
+        lds_vec(v, staged + q * MVRT_SCAN_WSC_CHUNK + lane * MVRT_SCAN_WSC_T);
         return;
     }
     const float c = MVRT_SHFL(lane_const, q, 32);
@@ -453,11 +459,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, 2) scan_fwd_wscan_chu
                         pb = av[i] * pb + bv[i];
                     }
                     float pa = mvrt_fast_exp2(dl_sum * A2); /* the product of av: one exponential, off pb's chain */
-#pragma unroll
-                    for (int o = 1; o < 32; o <<= 1) {
-                        const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
-                        if (lane >= o) pb = pa * qb + pb, pa *= qa;
-                    }
+                    { const float2 m = wsc_prefix_maps(pa, pb, lane); pa = m.x, pb = m.y; }
                     const float ea = MVRT_SHFL(pa, (lane - 1) & 31, 32), eb = MVRT_SHFL(pb, (lane - 1) & 31, 32);
                     float h = lane == 0 ? carry : ea * carry + eb;
 #pragma unroll
@@ -577,14 +579,6 @@ static inline int wscan_chunks_bwd_rs(int64_t N, size_t smem_limit)
     return 0;
 }
 
-/* Sum of x over the 32 lanes of a group (fixed butterfly). */
-static __device__ __forceinline__ float wsc_lane_sum(float x)
-{
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) x += MVRT_SHFL_XOR(x, o, 32);
-    return x;
-}
-
 /* This lane's 8 steps of one state's B or C: from its staged row
  * (variable; `staged` points at the lane's first step) or the row's
  * constant value row[off]. */
@@ -592,9 +586,7 @@ static __device__ __forceinline__ void wsc_bwd_steps(float (&v)[MVRT_SCAN_WSC_T]
                                                      const float *row, int64_t off)
 {
     if (variable) {
-        const float4 *r4 = reinterpret_cast<const float4 *>(staged);
-        const float4 x0 = r4[0], x1 = r4[1];
-        v[0] = x0.x, v[1] = x0.y, v[2] = x0.z, v[3] = x0.w, v[4] = x1.x, v[5] = x1.y, v[6] = x1.z, v[7] = x1.w;
+        lds_vec(v, staged);
         return;
     }
     const float c = row[off];
@@ -675,11 +667,7 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
 #pragma unroll
                     for (int i = 0; i < TM; ++i) pb = mvrt_fast_exp2(dl[i] * A2) * pb + bv[i] * uv[i];
                     float pa = mvrt_fast_exp2(dl_sum * A2);
-#pragma unroll
-                    for (int o = 1; o < 32; o <<= 1) {
-                        const float qa = MVRT_SHFL(pa, (lane - o) & 31, 32), qb = MVRT_SHFL(pb, (lane - o) & 31, 32);
-                        if (lane >= o) pb = pa * qb + pb, pa *= qa;
-                    }
+                    { const float2 m = wsc_prefix_maps(pa, pb, lane); pa = m.x, pb = m.y; }
                     if (lane == 31) { /* the chunk's map applied to its start state: the next chunk's */
                         const float h = pa * carry[n] + pb;
                         carry[n] = h;
@@ -781,9 +769,9 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
                             mu = av[i] * lam;
                         }
                         if (lane == 0) carry[n] = mu;
-                        sA = wsc_lane_sum(sA);
-                        if (!bvar) sBc = wsc_lane_sum(sBc);
-                        if (!cvar) sCc = wsc_lane_sum(sCc);
+                        sA = group_sum<32>(sA);
+                        if (!bvar) sBc = group_sum<32>(sBc);
+                        if (!cvar) sCc = group_sum<32>(sCc);
                         if (lane == 0) {
                             accA[n] += sA;
                             if (!bvar) accB[n] += sBc;
@@ -810,7 +798,9 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
                 }
             }
             if (has_row && nv > 0) {
-                float uv[TM], gdu[TM], gdd[TM], zf[TM]; /* dz = dout silu'(z) (y + D u) */
+                /* dz = dout silu'(z) (y + D u); z and dout are loaded again rather
+                 * than kept: 16 fewer live registers through the state loop */
+                float uv[TM], gdu[TM], gdd[TM], zf[TM];
                 wsc_load8<Tin, VEC>(uv, p.u.data, ub + l0 * p.u.stride[2], p.u.stride[2], nv);
                 if (hz) {
                     float dv[TM];
@@ -835,14 +825,14 @@ __global__ void __launch_bounds__(MVRT_SCAN_WSCAN_THREADS, MINB) scan_bwd_wscan_
                 wsc_store8<Tin, VEC>(p.ddelta.data,
                                      b * p.ddelta.stride[0] + d * p.ddelta.stride[1] + l0 * p.ddelta.stride[2],
                                      p.ddelta.stride[2], nv, gdd);
-                if (p.dz.data)
+                if (hz) /* dz is given exactly when z is (runtime/selective_scan.c) */
                     wsc_store8<Tin, VEC>(p.dz.data, b * p.dz.stride[0] + d * p.dz.stride[1] + l0 * p.dz.stride[2],
                                          p.dz.stride[2], nv, zf);
             }
         }
         /* this row's sums over L: [dA n][const dB n][const dC n][dD][ddelta_bias] */
-        dD = wsc_lane_sum(dD);
-        dbias = wsc_lane_sum(dbias);
+        dD = group_sum<32>(dD);
+        dbias = group_sum<32>(dbias);
         MVRT_SYNCWARP(); /* lane 0's sums are seen */
         if (has_row) {
             float *dst = k.ws_row + (b * p.dim + d) * K;
