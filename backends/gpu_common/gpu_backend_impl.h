@@ -711,18 +711,9 @@ static mvrt_status_t mvrt_gpu_fill(void *device, void *stream, void *dst, size_t
 
 /* ---- selective scan ----------------------------------------------------- */
 
-/* Complex A runs on the CPU backend only so far (issue #32). */
-static mvrt_status_t mvrt_gpu_scan_complex_unsupported(const mvrt_scan_params_t *p)
-{
-    if (!p->complex_a) return MVRT_OK;
-    return mvrt_gpu_host->set_error(MVRT_ERR_UNSUPPORTED,
-                                    MVRT_GPU_NAME ": the selective scan with a complex A runs on the cpu backend only");
-}
-
 static mvrt_status_t mvrt_gpu_scan_fwd_entry(void *device, void *stream, const mvrt_scan_params_t *p)
 {
     mvrt_gpu_device_t *d = device;
-    if (p->complex_a) return mvrt_gpu_scan_complex_unsupported(p);
     if (p->batch == 0 || p->dim == 0 || p->seqlen == 0) return MVRT_OK;
     ENTER(d);
     GPU_TRY(mvrt_gpu_scan_fwd(p, &d->tuning, mvrt_gpu_native(stream)), "selective scan forward launch");
@@ -733,7 +724,6 @@ static mvrt_status_t mvrt_gpu_scan_bwd_workspace_entry(void *device, const mvrt_
                                                         size_t *out_bytes)
 {
     mvrt_gpu_device_t *d = device;
-    if (p->complex_a) return mvrt_gpu_scan_complex_unsupported(p);
     *out_bytes = mvrt_gpu_scan_bwd_workspace(p, &d->tuning);
     return MVRT_OK;
 }
@@ -741,7 +731,6 @@ static mvrt_status_t mvrt_gpu_scan_bwd_workspace_entry(void *device, const mvrt_
 static mvrt_status_t mvrt_gpu_scan_bwd_entry(void *device, void *stream, const mvrt_scan_params_t *p)
 {
     mvrt_gpu_device_t *d = device;
-    if (p->complex_a) return mvrt_gpu_scan_complex_unsupported(p);
     if (p->batch == 0 || p->dim == 0 || p->seqlen == 0) return MVRT_OK;
     size_t need = mvrt_gpu_scan_bwd_workspace(p, &d->tuning);
     if (p->workspace_bytes < need || (need > 0 && !p->workspace))

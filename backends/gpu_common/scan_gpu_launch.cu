@@ -5,7 +5,9 @@
  * HIP for the HIP backend (MVRT_GPU_HOST_HIP); gpu_host_api.h maps the few
  * runtime names used here.
  *
- * Path choice, forward: for few rows of short sequences (at most 4 rows
+ * Path choice: a complex A (p->complex_a) always takes the complex kernels
+ * (selective_scan_gpu_complex.cuh; the only ones that run it, forward and
+ * backward). Real A, forward: for few rows of short sequences (at most 4 rows
  * per SM, L <= 256, N <= 16) the warp-scan kernel (a block per row,
  * parallel in L: selective_scan_gpu_wscan.cuh); for N > 16, and for few
  * long rows (L >= 1024, at most 24 rows per SM), its chunked form (a warp
@@ -49,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/selective_scan/selective_scan_gpu.cuh"
+#include "ops/selective_scan/selective_scan_gpu_complex.cuh"
 
 using namespace mvrt_scan_gpu;
 
@@ -234,6 +237,7 @@ static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_
 extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
+    if (p->complex_a) return launch_cx_fwd(*p, t->warp_size, s);
     if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, !get_knobs().wscan_fast_off, t->dependent_launch != 0, s);
     if (use_wscan_chunks(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_chunks_typed, *p, s);
     {
@@ -259,6 +263,7 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
+    if (p->complex_a) return cx_plan(*p, t->warp_size).total;
     if (use_wscan_chunks_bwd(p, t))
         return make_wscan_bwd_ws_layout(*p, make_wscan_bwd_config(*p, t->smem_limit, sm_count())).total;
     if (use_row_bwd(p, t)) {
@@ -291,6 +296,11 @@ static bool bind_workspace(kparams &k, const ws_layout &w, const mvrt_scan_param
 extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
+    if (p->complex_a) {
+        const size_t need = cx_plan(*p, t->warp_size).total;
+        if (p->workspace_bytes < need || p->workspace == NULL) return gpuErrorInvalidValue;
+        return launch_cx_bwd(*p, t->warp_size, s);
+    }
     if (use_wscan_chunks_bwd(p, t)) {
         const wscan_bwd_config c = make_wscan_bwd_config(*p, t->smem_limit, sm_count());
         kparams k = make_wscan_bwd_kparams(*p, c);

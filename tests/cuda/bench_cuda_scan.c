@@ -3,7 +3,10 @@
  * time (CUDA events, median of many runs after warm-up), GB/s with the bytes
  * ANCHORS.md counts, % of the device-to-device copy bandwidth measured in the
  * same run, and the speed-up over the mamba_ssm reference time. Not a test.
- * usage: bench_cuda_scan PLUGIN_PATH [f32|f16|bf16|all] [reps] */
+ * usage: bench_cuda_scan PLUGIN_PATH [f32|f16|bf16|all|c64] [reps]
+ * (c64: every row with a complex A, f32 inputs: variable B / C of 2L
+ * steps; its "x ref" is "-": pass mamba_ssm's complex times beside it,
+ * .anchor's scan_mamba_complex.py) */
 #include "cuda_test_util.h"
 
 static const mvrt_plugin_vtable_t *vt;
@@ -90,6 +93,7 @@ int main(int argc, char **argv)
     vt = tu_open_plugin(argv[1], &dev);
     stream = vt->default_stream(dev);
     const char *which = argc > 2 ? argv[2] : "f32";
+    const int cx = strcmp(which, "c64") == 0; /* complex A */
     int reps = argc > 3 ? atoi(argv[3]) : 50;
     mvrt_device_info_t info;
     TU_CHECK(vt->device_info(dev, &info));
@@ -135,8 +139,10 @@ int main(int argc, char **argv)
         }
         for (int di = 0; di < 3; di++) {
             int dt = dts[di];
-            if (strcmp(which, "all") != 0 && strcmp(which, tu_dtype_name(dt)) != 0) continue;
-            const int64_t nx = r->Bt * r->Dm * r->L, nbc = r->Bt * r->N * r->L;
+            if (cx ? dt != MVRT_SCAN_F32 : strcmp(which, "all") != 0 && strcmp(which, tu_dtype_name(dt)) != 0)
+                continue;
+            const int64_t steps = cx ? 2 * r->L : r->L; /* of variable B / C */
+            const int64_t nx = r->Bt * r->Dm * r->L, nbc = r->Bt * r->N * steps, na_ = cx ? 2 : 1;
             const size_t es = tu_dtype_size(dt);
             /* input sets: enough to exceed the 50 MB L2 when a set is small */
             double set_bytes = (double)nx * es * 3;
@@ -151,15 +157,16 @@ int main(int argc, char **argv)
                 memset(p, 0, sizeof *p);
                 p->batch = r->Bt; p->dim = r->Dm; p->seqlen = r->L; p->dstate = r->N; p->groups = 1;
                 p->input_dtype = dt; p->b_variable = 1; p->c_variable = 1; p->delta_softplus = 1;
+                p->complex_a = cx;
                 mvrt_scan_operand_t x3 = {NULL, {r->Dm * r->L, r->L, 1, 0}};
-                mvrt_scan_operand_t bc = {NULL, {r->N * r->L, r->N * r->L, r->L, 1}};
+                mvrt_scan_operand_t bc = {NULL, {r->N * steps, r->N * steps, steps, 1}};
                 mvrt_scan_operand_t dn = {NULL, {r->N, 1, 0, 0}}, d1 = {NULL, {1, 0, 0, 0}};
 #define ALLOC(field, tmpl, ptr) do { p->field = tmpl; p->field.data = (ptr); allocs[s][na[s]++] = p->field.data; } while (0)
                 ALLOC(u, x3, drandom(nx, dt, -1, 1));
                 ALLOC(delta, x3, drandom(nx, dt, -3, 0));
                 ALLOC(B, bc, drandom(nbc, dt, -1, 1));
                 ALLOC(C, bc, drandom(nbc, dt, -1, 1));
-                ALLOC(A, dn, drandom(r->Dm * r->N, MVRT_SCAN_F32, -2, -0.1));
+                ALLOC(A, dn, drandom(na_ * r->Dm * r->N, MVRT_SCAN_F32, -2, -0.1));
                 ALLOC(D, d1, drandom(r->Dm, MVRT_SCAN_F32, -1, 1));
                 ALLOC(delta_bias, d1, drandom(r->Dm, MVRT_SCAN_F32, -1, 0));
                 if (r->z) { ALLOC(z, x3, drandom(nx, dt, -1, 1)); ALLOC(dz, x3, dalloc(nx * es)); }
@@ -169,7 +176,7 @@ int main(int argc, char **argv)
                 ALLOC(ddelta, x3, dalloc(nx * es));
                 ALLOC(dB, bc, dalloc(nbc * es));
                 ALLOC(dC, bc, dalloc(nbc * es));
-                ALLOC(dA, dn, dalloc(r->Dm * r->N * 4));
+                ALLOC(dA, dn, dalloc(na_ * r->Dm * r->N * 4));
                 ALLOC(dD, d1, dalloc(r->Dm * 4));
                 ALLOC(ddelta_bias, d1, dalloc(r->Dm * 4));
                 if (s == 0) TU_CHECK(vt->scan_bwd_workspace_size(dev, p, &wsb));
@@ -183,12 +190,12 @@ int main(int argc, char **argv)
             double fbytes = 2 * xb + 2 * bcb + (r->z ? xb : 0) + xb;
             double bbytes = 3 * xb + 2 * bcb + (r->z ? 2 * xb : 0) + 2 * xb + 2 * bcb + (r->z ? xb : 0);
             double fg = fbytes / (fms * 1e-3) / 1e9, bg = bbytes / (bms * 1e-3) / 1e9;
-            /* "x ref" is "-" for a row without a reference time */
+            /* "x ref" is "-" for a row without a reference time (and for c64) */
             char xfwd[16] = "-", xbwd[16] = "-";
-            if (r->ref_fwd_ms > 0) snprintf(xfwd, sizeof xfwd, "%.2f", r->ref_fwd_ms / fms);
-            if (r->ref_bwd_ms > 0) snprintf(xbwd, sizeof xbwd, "%.2f", r->ref_bwd_ms / bms);
+            if (r->ref_fwd_ms > 0 && !cx) snprintf(xfwd, sizeof xfwd, "%.2f", r->ref_fwd_ms / fms);
+            if (r->ref_bwd_ms > 0 && !cx) snprintf(xbwd, sizeof xbwd, "%.2f", r->ref_bwd_ms / bms);
             printf("%-22s %-5s %9.4f %8.0f %6.1f %7s | %9.4f %8.0f %6.1f %7s   (ws %.1f MB)\n", r->name,
-                   tu_dtype_name(dt), fms, fg, 100 * fg / copy_gbs, xfwd, bms, bg, 100 * bg / copy_gbs, xbwd, wsb / 1e6);
+                   cx ? "c64" : tu_dtype_name(dt), fms, fg, 100 * fg / copy_gbs, xfwd, bms, bg, 100 * bg / copy_gbs, xbwd, wsb / 1e6);
             fflush(stdout);
             for (int s = 0; s < nsets; s++)
                 for (int i = 0; i < na[s]; i++) vt->mem_free(dev, allocs[s][i]);

@@ -12,7 +12,8 @@
  *   finite differences check the gradient formulas, which the kernel
  *   derives by hand, independently of them.
  * Problems cover variable and constant B / C, groups, z, D, delta_bias,
- * softplus on and off, L across the backward's 64-step chunks, N 1..16;
+ * softplus on and off, L across the backward's 64-step chunks, N 1..200,
+ * many channels per group at a large batch (the GPU kernels' layouts);
  * and the backward must be bitwise the same with 1 and 3 threads as with
  * the backend's default.
  * usage: test_scan_complex --backend NAME (exit 77 when unavailable; a
@@ -63,7 +64,7 @@ static double complex bc_value(const prob_t *p, const float *v, int variable, in
 static double ref_loss(const prob_t *p, const data_t *x, double *out, double complex *last)
 {
     double loss = 0.0;
-    double complex h[64];
+    double complex h[MVRT_SCAN_MAX_DSTATE];
     const int64_t per_group = p->Dm / p->G;
     for (int64_t b = 0; b < p->Bt; b++)
         for (int64_t d = 0; d < p->Dm; d++) {
@@ -312,6 +313,15 @@ int main(int argc, char **argv)
         {2, 4, 64, 16, 2, 1, 0, 0, 1, 0, 0},  /* variable B, constant C, no softplus, L = one chunk */
         {2, 3, 1, 1, 1, 0, 1, 0, 0, 0, 1},    /* L = 1, N = 1 */
         {1, 2, 129, 2, 1, 0, 1, 1, 1, 1, 0},  /* constant B, variable C */
+        /* the GPU kernels' other layouts: several states per lane (N > 32;
+         * chunks of 32 and 16 steps), and backward units of several
+         * channels (batch x groups large: tiles of 3 channels, the last
+         * one shorter), with groups */
+        {2, 3, 70, 40, 1, 1, 1, 1, 1, 1, 1},
+        {1, 2, 37, 100, 2, 1, 0, 1, 0, 1, 1},
+        {1, 1, 18, 200, 1, 0, 1, 0, 1, 0, 1},
+        {48, 200, 6, 2, 1, 1, 1, 1, 1, 1, 1},
+        {40, 240, 5, 3, 2, 1, 0, 1, 0, 1, 1},
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof probs / sizeof probs[0] && rc == 0; i++)
