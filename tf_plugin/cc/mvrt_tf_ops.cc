@@ -700,8 +700,8 @@ MVRT_TF_REGISTER(DEVICE_CPU, kCpu, double)
 // GPU kernels: the mvrt "cuda" backend on TF's stream. Compiled and
 // registered with every TensorFlow wheel (registration needs no CUDA headers
 // or GOOGLE_CUDA); they only run under a GPU build of TensorFlow.
-// A complex A has no GPU kernel (mvrt's CUDA backend refuses it): TF places
-// such ops on the CPU.
+// A complex A (Ta complex64, float32 u only) has its own registration:
+// the CUDA backend runs it since issue #32's complex kernels.
 #ifndef MVRT_TF_NO_GPU
 #define MVRT_TF_REGISTER_GPU(TYPE)                                                          \
   REGISTER_KERNEL_BUILDER(Name("MambaSelectiveScan")                                       \
@@ -717,6 +717,16 @@ MVRT_TF_REGISTER(DEVICE_CPU, kCpu, double)
 MVRT_TF_REGISTER_GPU(float)
 MVRT_TF_REGISTER_GPU(Eigen::half)
 MVRT_TF_REGISTER_GPU(Eigen::bfloat16)
+REGISTER_KERNEL_BUILDER(Name("MambaSelectiveScan")
+                            .Device(tensorflow::DEVICE_GPU)
+                            .TypeConstraint<float>("T")
+                            .TypeConstraint<tensorflow::complex64>("Ta"),
+                        ScanFwd<Device::kGpu>);
+REGISTER_KERNEL_BUILDER(Name("MambaSelectiveScanGrad")
+                            .Device(tensorflow::DEVICE_GPU)
+                            .TypeConstraint<float>("T")
+                            .TypeConstraint<tensorflow::complex64>("Ta"),
+                        ScanBwd<Device::kGpu>);
 #endif
 
 }  // namespace
