@@ -142,7 +142,8 @@ int main(int argc, char **argv)
             if (cx ? dt != MVRT_SCAN_F32 : strcmp(which, "all") != 0 && strcmp(which, tu_dtype_name(dt)) != 0)
                 continue;
             const int64_t steps = cx ? 2 * r->L : r->L; /* of variable B / C */
-            const int64_t nx = r->Bt * r->Dm * r->L, nbc = r->Bt * r->N * steps, na_ = cx ? 2 : 1;
+            const int64_t nx = r->Bt * r->Dm * r->L, nbc = r->Bt * r->N * steps;
+            const int64_t a_floats = cx ? 2 : 1; /* floats per element of A (and dA) */
             const size_t es = tu_dtype_size(dt);
             /* input sets: enough to exceed the 50 MB L2 when a set is small */
             double set_bytes = (double)nx * es * 3;
@@ -166,7 +167,7 @@ int main(int argc, char **argv)
                 ALLOC(delta, x3, drandom(nx, dt, -3, 0));
                 ALLOC(B, bc, drandom(nbc, dt, -1, 1));
                 ALLOC(C, bc, drandom(nbc, dt, -1, 1));
-                ALLOC(A, dn, drandom(na_ * r->Dm * r->N, MVRT_SCAN_F32, -2, -0.1));
+                ALLOC(A, dn, drandom(a_floats * r->Dm * r->N, MVRT_SCAN_F32, -2, -0.1));
                 ALLOC(D, d1, drandom(r->Dm, MVRT_SCAN_F32, -1, 1));
                 ALLOC(delta_bias, d1, drandom(r->Dm, MVRT_SCAN_F32, -1, 0));
                 if (r->z) { ALLOC(z, x3, drandom(nx, dt, -1, 1)); ALLOC(dz, x3, dalloc(nx * es)); }
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
                 ALLOC(ddelta, x3, dalloc(nx * es));
                 ALLOC(dB, bc, dalloc(nbc * es));
                 ALLOC(dC, bc, dalloc(nbc * es));
-                ALLOC(dA, dn, dalloc(na_ * r->Dm * r->N * 4));
+                ALLOC(dA, dn, dalloc(a_floats * r->Dm * r->N * 4));
                 ALLOC(dD, d1, dalloc(r->Dm * 4));
                 ALLOC(ddelta_bias, d1, dalloc(r->Dm * 4));
                 if (s == 0) TU_CHECK(vt->scan_bwd_workspace_size(dev, p, &wsb));
