@@ -79,7 +79,7 @@ struct mvrt_graph {
      * ops multiply in 16 bits (recorded by the plan: note_weight16_range;
      * the linears reading weights16, every 16-bit conv), the only ones
      * whose fp16 range make_weights16 checks */
-    struct weight_range { size_t offset, count; } *w16_ranges;
+    struct weight_range { size_t offset, count; int f16; } *w16_ranges; /* f16: read as fp16 */
     size_t w16_count, w16_cap;
     /* 16-bit graphs with weights16: the filters of every conv between two
      * 16-bit maps, prepared once in the layout the op's weight16 and
@@ -88,6 +88,7 @@ struct mvrt_graph {
     struct conv_filter {
         size_t weight, bias;              /* float offsets into the model's weights (bias: SIZE_MAX for none) */
         int64_t K, kp, C, cp, RS;         /* out / stored out, in / stored in channels, taps */
+        int t16;                          /* the 16-bit type the filter is rounded to (the conv's x and math) */
         size_t offset;                    /* bytes into conv_filters16: the filters, then bias_offset */
     } *filters;
     size_t filter_count, filter_cap, filter_bytes;
@@ -114,7 +115,9 @@ typedef struct builder {
     const float *weights;
     mvrt_status_t status;
     int store16;                          /* 16-bit storage type or 0 (see backend_takes_storage16) */
-    int map16;                            /* maps NHWC 16-bit: store16, or 0 (see map_buf) */
+    int map16;                            /* maps NHWC 16-bit: store16, or 0 (see map_buf); the token stages' type */
+    int conv16;                           /* the conv stages' maps and convs: map16, or fp16 in a bf16
+                                             graph (mvrt_graph_create's plans) */
     int map16_declined;                   /* plan: the backend declined a map16 form */
     int stream16;                         /* the blocks' residual stream is 16-bit of this type, or 0 (emit_stage) */
     const uint16_t *weights16;            /* see use_weight16 (a fake base while planning) */
@@ -231,15 +234,20 @@ static int grow_plan_array(builder_t *b, void **arr, size_t *cap, size_t count, 
 }
 
 /* Records that an op multiplies the count floats at w (model weights) in
- * the graph's 16-bit type: make_weights16 checks their fp16 range. */
-static void note_weight16_range(builder_t *b, const float *w, int64_t count)
+ * the 16-bit type t16: make_weights16 checks the fp16 range of an fp16
+ * graph's (where the backend keeps 16-bit weights), weights_fit_f16 that
+ * of a bf16 graph's fp16 conv stages (on every backend: their maps are
+ * fp16 even where the weights stay fp32). */
+static void note_weight16_range(builder_t *b, const float *w, int64_t count, int t16)
 {
     mvrt_graph_t *g = b->g;
-    if (!b->weights16 || b->emit || b->status != MVRT_OK)
+    const int conv_f16 = t16 == MVRT_STORAGE16_F16 && b->conv16 != b->map16;
+    if ((!b->weights16 && !conv_f16) || b->emit || b->status != MVRT_OK)
         return;
     if (!grow_plan_array(b, (void **)&g->w16_ranges, &g->w16_cap, g->w16_count, sizeof *g->w16_ranges))
         return;
-    g->w16_ranges[g->w16_count++] = (struct weight_range){(size_t)(w - b->weights), (size_t)count};
+    g->w16_ranges[g->w16_count++] =
+        (struct weight_range){(size_t)(w - b->weights), (size_t)count, t16 == MVRT_STORAGE16_F16};
 }
 
 /* Points *w (a pointer into the model's weights that an op reads: count
@@ -250,7 +258,7 @@ static int use_weight16(builder_t *b, const float **w, int64_t count)
 {
     if (!b->weights16)
         return 0;
-    note_weight16_range(b, *w, count);
+    note_weight16_range(b, *w, count, b->store16);
     *w = (const float *)(const void *)(b->weights16 + (*w - b->weights));
     return b->store16;
 }
@@ -273,11 +281,12 @@ static void use_conv_filters16(builder_t *b, mvrt_conv2d_params_t *c)
     const struct conv_filter want = {
         .weight = (size_t)(c->weight - b->weights), .bias = c->bias ? (size_t)(c->bias - b->weights) : SIZE_MAX,
         .K = c->out_channels, .kp = mvrt_conv2d_y_stored(c), .C = c->in_channels, .cp = mvrt_conv2d_x_stored(c),
-        .RS = (int64_t)c->kernel * c->kernel};
+        .RS = (int64_t)c->kernel * c->kernel, .t16 = c->x_nhwc16};
     size_t i = 0;
     while (i < g->filter_count &&
            (g->filters[i].weight != want.weight || g->filters[i].bias != want.bias || g->filters[i].kp != want.kp ||
-            g->filters[i].cp != want.cp || g->filters[i].K != want.K || g->filters[i].C != want.C))
+            g->filters[i].cp != want.cp || g->filters[i].K != want.K || g->filters[i].C != want.C ||
+            g->filters[i].t16 != want.t16))
         i++;
     if (i == g->filter_count) {
         if (b->emit) { /* the walks disagree: never expected */
@@ -791,15 +800,23 @@ static void emit_attention_block(builder_t *b, const char *p, int64_t Bw, int64_
     emit_mlp(b, p, M, C, X);
 }
 
-/* A 3x3 conv (BatchNorm folded) with zero padding 1. x_map16: x is a
- * 16-bit NHWC map (else NCHW floats: the graph's input); y and residual
- * are 16-bit NHWC maps whenever the builder's maps are. x_stored /
+/* The math mode of a conv between maps of 16-bit type t (0: floats, the
+ * graph's own mode). */
+static int conv_math(const builder_t *b, int t)
+{
+    return t == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : t == MVRT_STORAGE16_BF16 ? MVRT_MATH_BF16 : b->g->opt.math;
+}
+
+/* A 3x3 conv (BatchNorm folded) with zero padding 1. x16 / y16: the
+ * 16-bit types of the NHWC maps x and y (and residual) are stored in, 0
+ * for floats (x: the graph's NCHW input; both 0 where the maps are
+ * floats); the conv multiplies in x's type (y's for a float x). x_stored /
  * y_stored: the channels those 16-bit maps store per position (see
  * conv_map_channels). Where the backend declines the 16-bit form while
- * planning, the plan is redone with float maps (mvrt_graph_create). */
+ * planning, the next plan is tried (mvrt_graph_create). */
 static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_bias, int64_t batch,
                     int64_t cin, int64_t H, int64_t W, int64_t cout, int stride, const float *x, float *y,
-                    const float *residual, int act, int x_map16, int64_t x_stored, int64_t y_stored)
+                    const float *residual, int act, int x16, int y16, int64_t x_stored, int64_t y_stored)
 {
     char leaf[96];
     mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
@@ -809,9 +826,9 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
     c->out_channels = cout;
     c->out_h = (H + 2 - 3) / stride + 1, c->out_w = (W + 2 - 3) / stride + 1;
     c->x = x, c->y = y, c->residual = residual, c->activation = act;
-    c->math = b->g->opt.math;
-    c->x_nhwc16 = x_map16 ? b->map16 : 0;
-    c->y_nhwc16 = b->map16;
+    c->math = conv_math(b, x16 ? x16 : y16);
+    c->x_nhwc16 = x16;
+    c->y_nhwc16 = y16;
     c->x_map_channels = c->x_nhwc16 && x_stored != cin ? x_stored : 0;
     c->y_map_channels = c->y_nhwc16 && y_stored != cout ? y_stored : 0;
     snprintf(leaf, sizeof leaf, "%s.weight", conv);
@@ -822,7 +839,7 @@ static void op_conv(builder_t *b, const char *prefix, const char *conv, int has_
     }
     /* a 16-bit conv multiplies 16-bit filters in every form: prepared
      * (below) or staged on each run */
-    note_weight16_range(b, c->weight, cout * cin * 9);
+    note_weight16_range(b, c->weight, cout * cin * 9, x16 ? x16 : y16);
     use_conv_filters16(b, c);
     if (b->map16 && !b->emit && !backend_takes(b->g->backend, &op)) {
         b->map16_declined = 1;
@@ -881,14 +898,23 @@ static int64_t batch_split(int64_t batch, const int64_t *per_image_bytes, int n)
     return half;
 }
 
+/* The 16-bit type of a stage's maps (0: floats): a conv stage's are
+ * conv16's, a token stage's map16's. */
+static int stage_map16(const builder_t *b, int conv)
+{
+    return conv ? b->conv16 : b->map16;
+}
+
 /* One stage on the map `src` (batch, C, H, W; a conv stage's stored with
- * conv_map_channels(C), another's dense). Returns the result map and
- * updates C, H, W; next_conv: the next stage is a conv stage (the
- * downsample's output is then stored as its input). */
+ * conv_map_channels(C), another's dense; of stage_map16's type). Returns
+ * the result map and updates C, H, W; next_conv: the next stage is a conv
+ * stage (the downsample's output is then stored as its input, in its
+ * type). */
 static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, int64_t batch, const float *src,
                          int64_t *Cp, int64_t *Hp, int64_t *Wp, int next_conv)
 {
     int64_t C = *Cp, H = *Hp, W = *Wp;
+    const int t = stage_map16(b, s->conv);
     const int64_t Cs = s->conv ? conv_map_channels(b, C) : C; /* cur's stored channels */
     const float *cur = src;
     char q[MV_PARAM_NAME_MAX];
@@ -898,13 +924,13 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
         for (int i = 0; i < s->depth; i++) {
             snprintf(q, sizeof q, "%sblocks.%d.", p, i);
             float *y = map_buf(b, batch * img);
-            float *t = map_buf(b, (batch - split) * img); /* conv1's output, one half at a time */
+            float *mid = map_buf(b, (batch - split) * img); /* conv1's output, one half at a time */
             for (int part = 0; part < (split ? 2 : 1); part++) {
                 const int64_t i0 = part ? split : 0, n = split ? (part ? batch - split : split) : batch;
-                op_conv(b, q, "conv1", 1, n, C, H, W, C, 1, image_at(cur, i0, img, b->map16), t, NULL,
-                        MVRT_ACT_GELU_TANH, 1, Cs, Cs);
-                op_conv(b, q, "conv2", 1, n, C, H, W, C, 1, t, image_at(y, i0, img, b->map16),
-                        image_at(cur, i0, img, b->map16), MVRT_ACT_NONE, 1, Cs, Cs);
+                op_conv(b, q, "conv1", 1, n, C, H, W, C, 1, image_at(cur, i0, img, b->map16), mid, NULL,
+                        MVRT_ACT_GELU_TANH, t, t, Cs, Cs);
+                op_conv(b, q, "conv2", 1, n, C, H, W, C, 1, mid, image_at(y, i0, img, b->map16),
+                        image_at(cur, i0, img, b->map16), MVRT_ACT_NONE, t, t, Cs, Cs);
             }
             cur = y;
         }
@@ -959,7 +985,8 @@ static float *emit_stage(builder_t *b, const char *p, const mv_stage_desc_t *s, 
         const int64_t ys = next_conv ? conv_map_channels(b, 2 * C) : 2 * C;
         float *y = map_buf(b, batch * ys * down(H) * down(W));
         snprintf(q, sizeof q, "%sdownsample.reduction.0", p);
-        op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE, 1, Cs, ys);
+        op_conv(b, q, "", 0, batch, C, H, W, 2 * C, 2, cur, y, NULL, MVRT_ACT_NONE, t, stage_map16(b, next_conv), Cs,
+                ys);
         cur = y;
         C *= 2, H = down(H), W = down(W);
     }
@@ -1004,6 +1031,10 @@ static void emit_all(builder_t *b)
         mv_stage_desc_t s0;
         mv_network_stage(c, 0, &s0);
         const int64_t m1_stored = s0.conv ? conv_map_channels(b, c->dim) : c->dim;
+        /* the stem's first map is of the token stages' type (a bf16 graph's
+         * stem stays bf16: an fp16 overflow there could hide behind its
+         * ReLUs), its output of the first stage's */
+        const int t0 = b->map16, t1 = stage_map16(b, s0.conv);
         const int64_t in_img = c->in_chans * H * W, m0_img = c->in_dim * down(H) * down(W);
         const int64_t m1_img = m1_stored * down(down(H)) * down(down(W));
         const int64_t img_bytes[2] = {in_img * 4, m1_img * (b->map16 ? 2 : 4)};
@@ -1013,9 +1044,9 @@ static void emit_all(builder_t *b)
         for (int part = 0; part < (split ? 2 : 1); part++) {
             const int64_t i0 = part ? split : 0, n = split ? (part ? batch - split : split) : batch;
             op_conv(b, "patch_embed.conv_down.", "0", 1, n, c->in_chans, H, W, c->in_dim, 2, image_at(in, i0, in_img, 0),
-                    m0, NULL, MVRT_ACT_RELU, 0, c->in_chans, c->in_dim);
+                    m0, NULL, MVRT_ACT_RELU, 0, t0, c->in_chans, c->in_dim);
             op_conv(b, "patch_embed.conv_down.", "3", 1, n, c->in_dim, down(H), down(W), c->dim, 2, m0,
-                    image_at(m1, i0, m1_img, b->map16), NULL, MVRT_ACT_RELU, 1, c->in_dim, m1_stored);
+                    image_at(m1, i0, m1_img, b->map16), NULL, MVRT_ACT_RELU, t0, t1, c->in_dim, m1_stored);
         }
         H = down(down(H)), W = down(down(W)), C = c->dim;
         float *cur = m1;
@@ -1032,7 +1063,7 @@ static void emit_all(builder_t *b)
         mvrt_op_params_t op = {.kind = MVRT_OP_AFFINE_AVGPOOL};
         op.u.pool.batch = batch, op.u.pool.channels = C, op.u.pool.spatial = H * W;
         op.u.pool.x = cur, op.u.pool.y = pooled;
-        op.u.pool.x_nhwc16 = b->map16;
+        op.u.pool.x_nhwc16 = stage_map16(b, 0); /* the last stage: a token stage */
         op.u.pool.scale = weight(b, "", "norm.scale"), op.u.pool.shift = weight(b, "", "norm.shift");
         add_op(b, &op);
         /* the logits from fp32 operands in every mode (the pooled features
@@ -1205,10 +1236,11 @@ static mvrt_status_t make_weights16(mvrt_graph_t *g, int type16)
 }
 
 /* g->conv_filters16: each conv filter the plan recorded (use_conv_filters16)
- * rounded to the 16-bit type and laid out (kp, RS, cp) with zeros past K
+ * rounded to its 16-bit type and laid out (kp, RS, cp) with zeros past K
  * and C, its bias as kp floats with zeros past K, uploaded filter by
- * filter (after make_weights16, which checked their fp16 range). */
-static mvrt_status_t make_conv_filters16(mvrt_graph_t *g, int type16)
+ * filter (after make_weights16 or weights_fit_f16 checked the fp16 range
+ * of those rounded to fp16). */
+static mvrt_status_t make_conv_filters16(mvrt_graph_t *g)
 {
     static const char fn[] = "mvrt_graph_create";
     if (!g->filter_count)
@@ -1246,7 +1278,7 @@ static mvrt_status_t make_conv_filters16(mvrt_graph_t *g, int type16)
         for (int64_t j = 0; st == MVRT_OK && j < n; j++) {
             const int64_t k = j / (f->C * f->RS), c = j / f->RS % f->C, rs = j % f->RS;
             w16[(k * f->RS + rs) * f->cp + c] =
-                type16 == MVRT_STORAGE16_F16 ? mvrt_f32_to_f16(w[j]) : mvrt_f32_to_bf16(w[j]);
+                f->t16 == MVRT_STORAGE16_F16 ? mvrt_f32_to_f16(w[j]) : mvrt_f32_to_bf16(w[j]);
         }
         if (st == MVRT_OK)
             st = mvrt_copy_host_to_device(NULL, g->conv_filters16, f->offset, host,
@@ -1257,6 +1289,37 @@ static mvrt_status_t make_conv_filters16(mvrt_graph_t *g, int type16)
     free(w);
     free(host);
     return st;
+}
+
+/* Whether every weight range the plan recorded as read in fp16 (a bf16
+ * graph's fp16 conv stages) is within fp16's range: 1 yes, 0 no (or a
+ * copy failed: *st says so). Read in slices of the model's weights. */
+static int weights_fit_f16(mvrt_graph_t *g, mvrt_status_t *st)
+{
+    enum { SLICE = 1 << 18 }; /* floats per slice */
+    mvrt_backend_t *be = g->backend;
+    float *f32 = malloc(SLICE * sizeof *f32);
+    int fit = 1;
+    if (!f32) {
+        *st = mvrt_error_set(MVRT_ERR_OUT_OF_MEMORY, "mvrt_graph_create: out of host memory");
+        return 0;
+    }
+    for (size_t r = 0; fit && *st == MVRT_OK && r < g->w16_count; r++) {
+        if (!g->w16_ranges[r].f16)
+            continue;
+        for (size_t i = 0; fit && *st == MVRT_OK && i < g->w16_ranges[r].count; i += SLICE) {
+            const size_t n = g->w16_ranges[r].count - i < SLICE ? g->w16_ranges[r].count - i : SLICE;
+            *st = mvrt_copy_device_to_host(NULL, f32, g->model->weights, (g->w16_ranges[r].offset + i) * sizeof(float),
+                                           n * sizeof(float));
+            if (*st == MVRT_OK)
+                *st = be->vt->stream_synchronize(be->device, be->vt->default_stream(be->device));
+            for (size_t j = 0; *st == MVRT_OK && j < n; j++)
+                if ((mvrt_f32_to_f16(f32[j]) & 0x7c00u) == 0x7c00u && isfinite(f32[j]))
+                    fit = 0;
+        }
+    }
+    free(f32);
+    return fit && *st == MVRT_OK;
 }
 
 static mvrt_status_t io_shapes(mvrt_graph_t *g)
@@ -1355,24 +1418,41 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
     const int math = g->opt.math;
     const int type16 = math == MVRT_MATH_BF16 ? MVRT_STORAGE16_BF16 : math == MVRT_MATH_FP16 ? MVRT_STORAGE16_F16 : 0;
     const int s16 = type16 && backend_takes_storage16(g->backend, type16) ? type16 : 0;
-    /* a network's maps in 16-bit NHWC where the backend takes every conv
-     * in that form, else (a second plan) NCHW floats */
-    const int map16 = model->config.kind == MVRT_MODEL_NETWORK ? s16 : 0;
     /* 16-bit weights rounded once here, not on every run (a fake base while planning) */
     const uint16_t *fake16 =
         s16 && backend_takes_weights16(g->backend, math, s16) ? (const uint16_t *)(uintptr_t)0x200000 : NULL;
     char *const fake_filters = fake16 ? (char *)(uintptr_t)0x400000 : NULL;
-    builder_t b = {.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = map16,
-                   .weights16 = fake16, .conv_filters16 = fake_filters};
-    emit_all(&b);
-    if (b.status == MVRT_OK && b.map16_declined) {
+    /* The plans tried in turn, {map16, conv16}: a network's maps in 16-bit
+     * NHWC where the backend takes every conv in that form, else NCHW
+     * floats. A bf16 network first runs its conv stages (the ConvBlocks
+     * and their downsamplers; the stem stays bf16) in fp16, whose 11 significant bits
+     * against bf16's 8 keep the rounding of the conv filters and maps from
+     * flipping near-tied classes (docs/mambavision.md: MambaVision-B's
+     * top-1 agreement), at bf16's speed; it falls back to bf16 conv stages
+     * where a filter the GPU rounds to fp16 is beyond fp16's range. */
+    int plans[3][2], nplans = 0;
+    if (model->config.kind == MVRT_MODEL_NETWORK && s16) {
+        if (s16 == MVRT_STORAGE16_BF16 && backend_takes_storage16(g->backend, MVRT_STORAGE16_F16))
+            plans[nplans][0] = s16, plans[nplans++][1] = MVRT_STORAGE16_F16;
+        plans[nplans][0] = plans[nplans][1] = s16, nplans++;
+    }
+    plans[nplans][0] = plans[nplans][1] = 0, nplans++;
+    builder_t b = {0};
+    for (int i = 0; i < nplans; i++) {
         g->scratch_bytes = 0;
         g->w16_count = 0;
         g->filter_count = g->filter_bytes = 0;
         free(b.vb);
-        b = (builder_t){.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .weights16 = fake16,
-                        .conv_filters16 = fake_filters};
+        b = (builder_t){.g = g, .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = plans[i][0],
+                        .conv16 = plans[i][1], .weights16 = fake16, .conv_filters16 = fake_filters};
         emit_all(&b);
+        if (b.status != MVRT_OK)
+            break;
+        if (b.map16_declined)
+            continue;
+        if (b.conv16 != b.map16 && !weights_fit_f16(g, &b.status) && b.status == MVRT_OK)
+            continue;
+        break;
     }
     if (b.status == MVRT_OK && b.nodes)
         note_refs(&b, &b.pending, b.nodes - 1);
@@ -1393,7 +1473,7 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
         free(b.vb), free(g->w16_ranges), free(g->filters), free(g);
         return st;
     }
-    if (fake16 && ((st = make_weights16(g, s16)) != MVRT_OK || (st = make_conv_filters16(g, s16)) != MVRT_OK)) {
+    if (fake16 && ((st = make_weights16(g, s16)) != MVRT_OK || (st = make_conv_filters16(g)) != MVRT_OK)) {
         free(b.vb);
         mvrt_graph_destroy(g);
         return st;
@@ -1401,7 +1481,7 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
 
     /* Emit: the same walk with the planned places. */
     builder_t e = {.g = g, .emit = 1, .vb = b.vb, .vb_cap = b.nvb, .base = mvrt_buffer_data(g->workspace),
-                   .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = b.map16,
+                   .weights = mvrt_buffer_data(model->weights), .store16 = s16, .map16 = b.map16, .conv16 = b.conv16,
                    .weights16 = g->weights16 ? mvrt_buffer_data(g->weights16) : NULL,
                    .conv_filters16 = g->conv_filters16 ? mvrt_buffer_data(g->conv_filters16) : NULL};
     emit_all(&e);
@@ -1615,9 +1695,18 @@ static void describe_node(const gnode_t *n, mvrt_graph_op_profile_t *r)
     }
     case MVRT_OP_CONV2D: {
         const mvrt_conv2d_params_t *c = &o->u.conv2d;
-        snprintf(r->shape, sizeof r->shape, "b%lld %lld->%lld %lldx%lld k%d s%d", (long long)c->batch,
+        /* the 16-bit maps' types (x>y where they differ): which convs of
+         * a bf16 graph run in fp16 */
+        const char *tx = c->x_nhwc16 == MVRT_STORAGE16_F16 ? "fp16" : c->x_nhwc16 ? "bf16" : "f32";
+        const char *ty = c->y_nhwc16 == MVRT_STORAGE16_F16 ? "fp16" : "bf16";
+        char types[16] = "";
+        if (c->y_nhwc16 && c->x_nhwc16 == c->y_nhwc16)
+            snprintf(types, sizeof types, " %s", ty);
+        else if (c->y_nhwc16)
+            snprintf(types, sizeof types, " %s>%s", tx, ty);
+        snprintf(r->shape, sizeof r->shape, "b%lld %lld->%lld %lldx%lld k%d s%d%s", (long long)c->batch,
                  (long long)c->in_channels, (long long)c->out_channels, (long long)c->in_h, (long long)c->in_w,
-                 c->kernel, c->stride);
+                 c->kernel, c->stride, types);
         break;
     }
     case MVRT_OP_WINDOW_PARTITION:

@@ -85,7 +85,10 @@ bool eligible_nhwc16(const mvrt_conv2d_params_t *p)
 {
     const bool act_ok = p->activation == MVRT_ACT_NONE ||
                         (!p->residual && (p->activation == MVRT_ACT_RELU || p->activation == MVRT_ACT_GELU_TANH));
-    return p->y_nhwc16 && math16(p->math) && act_ok && p->batch > 0 && mvrt_conv2d_y_stored(p) % 4 == 0 &&
+    /* y of the other 16-bit type (mv_op_params.h): only between two 16-bit maps, without a residual */
+    const int t16 = p->math == MVRT_MATH_FP16 ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
+    const bool y_ok = p->y_nhwc16 == t16 || (p->x_nhwc16 == t16 && !p->residual);
+    return p->y_nhwc16 && y_ok && math16(p->math) && act_ok && p->batch > 0 && mvrt_conv2d_y_stored(p) % 4 == 0 &&
            (!p->x_nhwc16 || mvrt_conv2d_x_stored(p) % 4 == 0) && p->kernel >= 1 && p->stride >= 1 &&
            p->out_h > 0 && p->out_w > 0 && p->in_h * p->in_w <= INT_MAX / 8 && p->out_h * p->out_w <= INT_MAX / 8 &&
            mvrt_conv2d_x_stored(p) <= 65536 && mvrt_conv2d_y_stored(p) <= 65536;
@@ -125,9 +128,16 @@ int64_t padded_in_channels(const mvrt_conv2d_params_t *p)
     return p->y_nhwc16 && !p->x_nhwc16 ? (p->in_channels + 7) / 8 * 8 : mvrt_conv2d_x_stored(p);
 }
 
-/* The 16-bit forms read x (NHWC 16-bit) and write y in place; only an NCHW
- * float input is staged. Chunks keep CUTLASS's int element indices (and
- * the staged input within the cap). */
+/* Whether y holds the other 16-bit type than the math's (see eligible_nhwc16). */
+bool y_other_type(const mvrt_conv2d_params_t *p)
+{
+    return p->y_nhwc16 != (p->math == MVRT_MATH_FP16 ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16);
+}
+
+/* The 16-bit forms read x (NHWC 16-bit) and write y in place (a y of the
+ * other 16-bit type first as the math's type, then converted where it
+ * lies); only an NCHW float input is staged. Chunks keep CUTLASS's int
+ * element indices (and the staged input within the cap). */
 implicit_plan make_plan_nhwc16(const mvrt_conv2d_params_t *p)
 {
     implicit_plan c{};
@@ -373,6 +383,32 @@ __global__ void __launch_bounds__(256) stage_filter16_kernel(const float *__rest
     }
 }
 
+/* n values of one 16-bit type converted to the other where they lie
+ * (rounded to nearest even), 8 per thread where n allows: a conv's output
+ * map of the other type (y_other_type), written first in the math's. */
+template <typename Src, typename Dst>
+__global__ void __launch_bounds__(256) convert16_in_place_kernel(void *map, int64_t n)
+{
+    static_assert(sizeof(Src) == 2 && sizeof(Dst) == 2, "16-bit types");
+    uint16_t *m = (uint16_t *)map;
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * 8; i < n;
+         i += (int64_t)gridDim.x * blockDim.x * 8) {
+        if (i + 8 <= n && ((uintptr_t)(m + i) & 15) == 0) {
+            uint4 v = *(const uint4 *)(m + i);
+            uint16_t *h = (uint16_t *)&v;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const Dst d(float(cutlass::platform::bit_cast<Src>(h[j])));
+                h[j] = cutlass::platform::bit_cast<uint16_t>(d);
+            }
+            *(uint4 *)(m + i) = v;
+        } else {
+            for (int64_t j = i; j < i + 8 && j < n; j++)
+                m[j] = cutlass::platform::bit_cast<uint16_t>(Dst(float(cutlass::platform::bit_cast<Src>(m[j]))));
+        }
+    }
+}
+
 /* One 16-bit implicit-GEMM conv (E: bf16 or half) with the whole
  * epilogue in CUTLASS's bias-broadcast epilogue: y = Act(acc + bias + beta
  * * residual), stored as E NHWC (Act: Identity, ReLu or GELU_taylor,
@@ -465,7 +501,9 @@ static bool few_tiles(const mvrt_conv2d_params_t *p, int nb, int cp, int kp)
     return ((m + 127) / 128) * ((kp + 127) / 128) * 2 <= sms && products >= (double)(1 << 28);
 }
 
-/* E: cutlass::bfloat16_t or cutlass::half_t, the maps' type; sm90: the
+/* E: cutlass::bfloat16_t or cutlass::half_t, the math's type (x's, and
+ * y's unless y_other_type: then each chunk's output is rounded to E where
+ * it lies, then to y's type, as mv_op_params.h states); sm90: the
  * sm_90a kernels run the chunks they take (cuda_conv16_sm90.h) */
 template <typename E>
 int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch, bool sm90, char *msg,
@@ -477,6 +515,7 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
     const int kp = (int)mvrt_conv2d_y_stored(p); /* y's stored channels: the GEMM's N, zero filters past K */
     const int RS = p->kernel * p->kernel, HW = (int)(p->in_h * p->in_w), PQ = (int)(p->out_h * p->out_w);
     bf16 *xt = (bf16 *)scratch;
+    const bool y_other = y_other_type(p);
     const bf16 *wt = (const bf16 *)p->weight16;
     const float *bias = p->bias_stored;
     if (!wt) { /* not prepared by a graph: staged here, every run */
@@ -505,24 +544,34 @@ int run_conv_nhwc16(cudaStream_t s, const mvrt_conv2d_params_t *p, void *scratch
             x = xt;
         }
         const int64_t off = b0 * (int64_t)PQ * kp;
-        bf16 *y = (bf16 *)(void *)p->y + off;
+        bf16 *y = (bf16 *)(void *)p->y + off; /* of type E, also where y_other (converted below) */
         const bf16 *r = p->residual ? (const bf16 *)(const void *)p->residual + off : nullptr;
         const bool few = cp % 8 == 0 && kp % 8 == 0 && kp % 128 != 0 && few_tiles(p, nb, cp, kp);
+        int rc = MVRT_GPU_GEMM_DECLINED;
         if (sm90 && !few) {
             const int t16 = std::is_same<E, cutlass::half_t>::value ? MVRT_STORAGE16_F16 : MVRT_STORAGE16_BF16;
-            const int rc = mvrt_cuda_conv16_sm90(s, p, t16, nb, cp, x, wt, bias, r, y, msg, msg_n);
-            if (rc == MVRT_GPU_GEMM_OK) continue;
-            if (rc != MVRT_GPU_GEMM_DECLINED) return MVRT_GPU_GEMM_FAILED;
+            rc = mvrt_cuda_conv16_sm90(s, p, t16, nb, cp, x, wt, bias, r, y, msg, msg_n);
+            if (rc != MVRT_GPU_GEMM_OK && rc != MVRT_GPU_GEMM_DECLINED) return MVRT_GPU_GEMM_FAILED;
         }
         /* 8-byte vectors (one tile) where a channel count is not a
          * multiple of 8 (not measured against other tiles) */
-        const int rc = cp % 8 != 0 || kp % 8 != 0
-                           ? run_fused_act<E, 128, 128, 32, 64, 64, 4, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
-                       : few ? run_fused_act<E, 64, 64, 32, 32, 32, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
-                       : p->out_channels > 128 && p->stride == 1
-                           ? run_fused_act<E, 256, 64, 32, 64, 64, 3, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
-                           : run_fused_act<E, 128, 128, 32, 64, 64, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);
+        if (rc == MVRT_GPU_GEMM_DECLINED)
+            rc = cp % 8 != 0 || kp % 8 != 0
+                     ? run_fused_act<E, 128, 128, 32, 64, 64, 4, 4>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                 : few ? run_fused_act<E, 64, 64, 32, 32, 32, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                 : p->out_channels > 128 && p->stride == 1
+                     ? run_fused_act<E, 256, 64, 32, 64, 64, 3, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n)
+                     : run_fused_act<E, 128, 128, 32, 64, 64, 4, 8>(s, p, nb, cp, x, wt, bias, r, y, msg, msg_n);
         if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_GEMM_FAILED; /* no other path serves these forms */
+        if (y_other) {
+            const int64_t n = (int64_t)nb * PQ * kp;
+            const unsigned blocks = (unsigned)((n + 2047) / 2048 < 65535 ? (n + 2047) / 2048 : 65535);
+            if (std::is_same<E, cutlass::half_t>::value)
+                convert16_in_place_kernel<cutlass::half_t, cutlass::bfloat16_t><<<blocks, 256, 0, s>>>(y, n);
+            else
+                convert16_in_place_kernel<cutlass::bfloat16_t, cutlass::half_t><<<blocks, 256, 0, s>>>(y, n);
+            e = cudaGetLastError();
+        }
     }
     if (e != cudaSuccess) {
         snprintf(msg, msg_n, "16-bit NHWC implicit-GEMM conv2d: launch: %s: %s", cudaGetErrorName(e),

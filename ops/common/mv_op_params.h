@@ -62,8 +62,10 @@ typedef enum mvrt_math_mode {
  * MVRT_DTYPE_BF16 (3) or MVRT_DTYPE_F16 (2) of include/mvrt/core.h, as
  * uint16_t bits, values rounded to nearest even when stored. The 16-bit
  * fields of one op that are set hold the same type, and with math BF16 or
- * FP16 that math's type. Backends answer MVRT_ERR_UNSUPPORTED for
- * anything else (mvrt_op_storage16_valid). */
+ * FP16 that math's type; the one exception is a conv between two 16-bit
+ * maps without a residual, whose y may hold the other type (y_nhwc16).
+ * Backends answer MVRT_ERR_UNSUPPORTED for anything else
+ * (mvrt_op_storage16). */
 enum { MVRT_STORAGE16_F16 = 2, MVRT_STORAGE16_BF16 = 3 };
 
 /* y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias over `cols`
@@ -242,7 +244,12 @@ typedef struct mvrt_conv2d_params {
      * after bias, activation and residual. A backend takes these forms
      * only where it serves them (op_scratch_size answers UNSUPPORTED
      * otherwise: CUDA with CUTLASS on sm_80+ code, bf16 / fp16 math; the
-     * CPU through fp32 scratch); activation and residual are not both set. */
+     * CPU through fp32 scratch); activation and residual are not both set.
+     * With both set and no residual, y may hold the other 16-bit type
+     * than x and math (the graph's boundary between fp16 conv stages and
+     * bf16 token stages): y is rounded to math's type after bias and
+     * activation, as a map of that type would hold it, then to y's type
+     * (two roundings, the same on every backend). */
     int x_nhwc16, y_nhwc16;
     /* Channels stored per position of the 16-bit maps (0: in_channels for
      * x, out_channels for y and residual; else at least that many, at most
@@ -255,7 +262,7 @@ typedef struct mvrt_conv2d_params {
     /* Filters prepared once, when a graph is created, for a conv between
      * two 16-bit maps (NULL: a backend that multiplies 16-bit filters
      * converts weight and bias on every run). weight16: weight rounded to
-     * the maps' 16-bit type (to nearest even), laid out (y_stored, kernel,
+     * x's (and math's) 16-bit type (to nearest even), laid out (y_stored, kernel,
      * kernel, x_stored), zeros past out_channels and in_channels.
      * bias_stored: y_stored floats, bias (zeros where bias is NULL), then
      * zeros. Both or neither, both 256-byte aligned; only with x_nhwc16 and
@@ -394,6 +401,12 @@ static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
             (c->weight16 && (!c->x_nhwc16 || !c->y_nhwc16 || (((uintptr_t)c->weight16 | (uintptr_t)c->bias_stored) & 255u))))
             return -1;
         f[0] = c->x_nhwc16, f[1] = c->y_nhwc16, math = c->math;
+        /* y of the other 16-bit type (a graph's map between fp16 conv
+         * stages and bf16 token stages; see x_nhwc16 above): not with a
+         * residual, which would be read in y's type */
+        if (c->y_nhwc16 && c->x_nhwc16 && !c->residual && c->y_nhwc16 != c->x_nhwc16 &&
+            (c->y_nhwc16 == MVRT_STORAGE16_BF16 || c->y_nhwc16 == MVRT_STORAGE16_F16))
+            f[1] = 0;
         break;
     }
     case MVRT_OP_WINDOW_PARTITION:

@@ -319,8 +319,26 @@ static void nchw_to_nhwc16(int t, const float *src, void *dst16, int64_t batch, 
     }
 }
 
+/* v[0, n) rounded to the 16-bit type t and widened back, in place: a
+ * conv's y of the other 16-bit type is first rounded to x's, as the GPU
+ * rounds it (mv_op_params.h). */
+static void round_through16(int t, float *v, int64_t n, int threads)
+{
+    enum { SEG = 256 };
+    const int f16c = have_f16c();
+    const int64_t segs = (n + SEG - 1) / SEG;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && n >= MVRT_CONV_PAR_MIN)
+    for (int64_t i = 0; i < segs; i++) {
+        uint16_t h[SEG];
+        const int64_t m = n - i * SEG < SEG ? n - i * SEG : SEG;
+        convert_seg(t, f16c, 1, v + i * SEG, h, m);
+        convert_seg(t, f16c, 0, h, v + i * SEG, m);
+    }
+}
+
 /* A conv with 16-bit NHWC maps through NCHW float copies in scratch: the
- * output rounded to 16 bits once, after bias, activation and residual. */
+ * output rounded to 16 bits once, after bias, activation and residual
+ * (twice for a y of the other type than x: round_through16). */
 static void conv2d_nhwc16(const mvrt_conv2d_params_t *p, char *scratch, int threads)
 {
     mvrt_conv2d_params_t q = *p;
@@ -343,6 +361,8 @@ static void conv2d_nhwc16(const mvrt_conv2d_params_t *p, char *scratch, int thre
         }
     }
     mvrt_cpu_conv2d(&q, threads);
+    if (p->x_nhwc16 && p->y_nhwc16 && p->y_nhwc16 != p->x_nhwc16)
+        round_through16(p->x_nhwc16, q.y, (int64_t)conv_out_floats(p), threads);
     if (p->y_nhwc16)
         nchw_to_nhwc16(p->y_nhwc16, q.y, p->y, p->batch, p->out_channels, mvrt_conv2d_y_stored(p), out_sp, threads);
 }

@@ -1125,8 +1125,12 @@ static int run_attention_io16_cases(void)
  * bias_stored, mv_op_params.h), with the float weight and bias on the
  * device poisoned (NaN): the CUDA backend must multiply the prepared ones
  * and read the floats not at all. */
+/* y_other: y holds the other 16-bit type than x and the math (a bf16
+ * graph's boundary between fp16 conv stages and its bf16 maps,
+ * mv_op_params.h): rounded to g_t16 first, then to y's type, so the
+ * tolerance gains the second type's rounding. */
 static int conv16_case(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride,
-                       int act, int residual, int x16, int64_t xs, int64_t ys, int prepared)
+                       int act, int residual, int x16, int64_t xs, int64_t ys, int prepared, int y_other)
 {
     if (!selected(name)) return 0;
     if (!xs) xs = cin;
@@ -1167,7 +1171,8 @@ static int conv16_case(const char *name, int64_t batch, int64_t cin, int64_t h, 
     pd.u.conv2d.weight = wt.d; pd.u.conv2d.bias = bias.d;
     pd.u.conv2d.residual = residual ? (const float *)r16.d : NULL;
     pd.u.conv2d.y = y.d;
-    pd.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0; pd.u.conv2d.y_nhwc16 = g_t16;
+    const int other16 = g_t16 == MVRT_STORAGE16_F16 ? MVRT_STORAGE16_BF16 : MVRT_STORAGE16_F16;
+    pd.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0; pd.u.conv2d.y_nhwc16 = y_other ? other16 : g_t16;
     pd.u.conv2d.x_map_channels = x16 && xs != cin ? xs : 0;
     pd.u.conv2d.y_map_channels = ys != cout ? ys : 0;
     buf16_t w16 = {0};
@@ -1194,7 +1199,11 @@ static int conv16_case(const char *name, int64_t batch, int64_t cin, int64_t h, 
         pad_channels_d(ref, refp, ny / cout, cout, ys);
         run_dev(&pd);
         const double sk = sqrt((double)(cin * 9));
-        check16(name, &y, refp, 0, 6e-3 * sk * gemm16_scale(), 2e-2 * gemm16_scale() + round16_rtol());
+        const double atol = 6e-3 * sk * gemm16_scale(), rtol = 2e-2 * gemm16_scale() + round16_rtol();
+        const int t16 = g_t16;
+        if (y_other) g_t16 = other16; /* y decoded as its type, plus that type's rounding */
+        check16(name, &y, refp, 0, atol + (y_other ? round16_atol() : 0.0), rtol + (y_other ? round16_rtol() : 0.0));
+        g_t16 = t16;
         if (ys > cout) { /* the padding channels: +0 bits */
             uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)nys);
             if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
@@ -1223,20 +1232,27 @@ static int conv16_case(const char *name, int64_t batch, int64_t cin, int64_t h, 
 static int case_conv2d_nhwc16_stored(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
                                      int stride, int act, int residual, int x16, int64_t xs, int64_t ys)
 {
-    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, x16, xs, ys, 0);
+    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, x16, xs, ys, 0, 0);
+}
+
+/* between two 16-bit maps, y of the other type (no residual) */
+static int case_conv2d_nhwc16_other_y(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w,
+                                      int64_t cout, int stride, int act, int64_t xs, int64_t ys)
+{
+    return conv16_case(name, batch, cin, h, w, cout, stride, act, 0, 1, xs, ys, 0, 1);
 }
 
 static int case_conv2d_nhwc16(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout,
                               int stride, int act, int residual, int x16)
 {
-    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, x16, 0, 0, 0);
+    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, x16, 0, 0, 0, 0);
 }
 
 /* between two 16-bit maps, with the filters a graph prepares */
 static int case_conv2d_nhwc16_prepared(const char *name, int64_t batch, int64_t cin, int64_t h, int64_t w,
                                        int64_t cout, int stride, int act, int residual, int64_t xs, int64_t ys)
 {
-    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, 1, xs, ys, 1);
+    return conv16_case(name, batch, cin, h, w, cout, stride, act, residual, 1, xs, ys, 1, 0);
 }
 
 /* Window partition from / reverse into a 16-bit NHWC map: the partition
@@ -1326,7 +1342,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 44
+#define NHWC16_CONV_CASES 49
 #define NHWC16_SMALLK_CASES 9 /* the conv16_stem_* and conv16_stemtc_* cases from NCHW floats */
 static int run_nhwc16_cases(void)
 {
@@ -1405,6 +1421,15 @@ static int run_nhwc16_cases(void)
     /* and its 96 channels: the stem's second conv, a conv block */
     taken += case_conv2d_nhwc16("conv16_S_64to96_s2_relu", 2, 64, 21, 19, 96, 2, MVRT_ACT_RELU, 0, 1);
     taken += case_conv2d_nhwc16("conv16_S_12x11x96_gelut_b3", 3, 96, 12, 11, 96, 1, MVRT_ACT_GELU_TANH, 0, 1);
+    /* y of the other 16-bit type: a bf16 graph's map changing type (the
+     * stem's second conv into fp16 conv stages, the last conv stage's
+     * downsampler out of them): B's (sm_90a 64x128 tile; 128x128), T's
+     * (Sm80 kernels), L's padded 200 -> 392, and batch 1's few tiles */
+    taken += case_conv2d_nhwc16_other_y("conv16_other_B_64to128_s2_relu", 2, 64, 21, 19, 128, 2, MVRT_ACT_RELU, 0, 0);
+    taken += case_conv2d_nhwc16_other_y("conv16_other_B_256to512_s2", 3, 256, 13, 15, 512, 2, MVRT_ACT_NONE, 0, 0);
+    taken += case_conv2d_nhwc16_other_y("conv16_other_T_160to320_s2", 2, 160, 14, 14, 320, 2, MVRT_ACT_NONE, 0, 0);
+    taken += case_conv2d_nhwc16_other_y("conv16_other_Lp_196to392_s2", 2, 196, 15, 14, 392, 2, MVRT_ACT_NONE, 200, 0);
+    taken += case_conv2d_nhwc16_other_y("conv16_other_few_L_392to784_b1", 1, 392, 28, 28, 784, 2, MVRT_ACT_NONE, 0, 0);
     case_window_nhwc16("window16_mv_14x14_ws14_c320_b3", 3, 320, 14, 14, 14);
     case_window_nhwc16("window16_pad_5x7_ws3_c24", 2, 24, 5, 7, 3);
     case_window_nhwc16("window16_7x7_ws7_c40", 2, 40, 7, 7, 7);

@@ -883,6 +883,73 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
     free(x), free(xb), free(r), free(rb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref);
 }
 
+/* A conv between 16-bit maps whose y holds the other 16-bit type than x
+ * (g_t16) and the math (a bf16 graph's boundary between its fp16 conv
+ * stages and bf16 token stages, mv_op_params.h): y is rounded to x's type,
+ * then to y's. Against the double reference with the coarser type's
+ * tolerance (bf16: 1.125 of its half ulp on top of fp32 accuracy, as
+ * MAP16_RTOL); a y decoded as the wrong type, or x read as y's type, is
+ * off by orders of magnitude. */
+static void test_conv2d_nhwc16_other_y(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride,
+                                      int act, int64_t xs, int64_t ys)
+{
+    const int ty = g_t16 == MVRT_STORAGE16_F16 ? MVRT_STORAGE16_BF16 : MVRT_STORAGE16_F16;
+    char name[160];
+    snprintf(name, sizeof name, "nhwc %s -> %s b%lld %lld->%lld %lldx%lld s%d act %d stored %lld->%lld", t16_name(),
+             ty == MVRT_STORAGE16_F16 ? "fp16" : "bf16", (long long)batch, (long long)cin, (long long)cout,
+             (long long)h, (long long)w, stride, act, (long long)xs, (long long)ys);
+    const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
+    const size_t ny = (size_t)(batch * ys * oh * ow), ny_dense = (size_t)(batch * cout * oh * ow);
+    uint16_t *xb;
+    float *x = map16_values(batch, cin, xs, h * w, &xb);
+    float *wt = falloc((size_t)(cout * cin * 9)), *bias = falloc((size_t)cout), *y32 = falloc(ny_dense);
+    uint16_t *y16 = malloc(ny * sizeof(uint16_t));
+    double *refn = dalloc(ny_dense), *ref = dalloc(ny);
+    float *got = falloc(ny);
+    if (!y16) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    fill_uniform(wt, (size_t)(cout * cin * 9), 0.0, 0.5);
+    fill_uniform(bias, (size_t)cout, 0.0, 1.0);
+    mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
+    op.u.conv2d = (mvrt_conv2d_params_t){.batch = batch, .in_channels = cin, .in_h = h, .in_w = w,
+                                         .out_channels = cout, .out_h = oh, .out_w = ow, .kernel = 3,
+                                         .stride = stride, .pad = 1, .x = x, .weight = wt, .bias = bias,
+                                         .y = y32, .activation = act,
+                                         .math = g_t16 == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : MVRT_MATH_BF16};
+    run_ref(&op, refn);
+    nchw_to_nhwc(refn, ref, batch, cout, ys, oh * ow);
+    op.u.conv2d.x = (const float *)(const void *)xb;
+    op.u.conv2d.y = (float *)(void *)y16;
+    op.u.conv2d.x_nhwc16 = g_t16, op.u.conv2d.y_nhwc16 = ty;
+    op.u.conv2d.x_map_channels = xs != cin ? xs : 0;
+    op.u.conv2d.y_map_channels = ys != cout ? ys : 0;
+    g_cases++;
+    if (mvrt_op_storage16(&op) != g_t16) {
+        printf("FAIL  conv2d %s: mvrt_op_storage16 %d, want %d\n", name, mvrt_op_storage16(&op), g_t16);
+        g_failures++;
+    }
+    const double rtol = 1.125 / 256.0; /* bf16's half ulp is the coarser */
+    for (int t = 1; t <= 2; t++) {
+        for (size_t i = 0; i < ny; i++)
+            y16[i] = 0x7e00u; /* NaN in fp16, a large finite bf16: either is caught */
+        run_cpu(&op, t);
+        for (size_t i = 0; i < ny; i++)
+            got[i] = ty == MVRT_STORAGE16_F16 ? mvrt_f16_to_f32(y16[i]) : mvrt_bf16_to_f32(y16[i]);
+        compare("conv2d", name, t, got, ref, ny, rtol, MAP16_ATOL * max_abs(ref, ny));
+    }
+    g_cases++;
+    for (size_t i = 0; i < ny; i++)
+        if ((int64_t)(i % (size_t)ys) >= cout && y16[i] != 0) {
+            fprintf(stderr, "FAIL conv2d %s: padding channel %lld of position %zu holds 0x%04x, not +0\n", name,
+                    (long long)(i % (size_t)ys), i / (size_t)ys, y16[i]);
+            g_failures++;
+            break;
+        }
+    free(x), free(xb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref), free(got);
+}
+
 /* The rule every backend checks before a conv (mvrt_op_storage16): a
  * stored channel count is 0 or in [channels, 65536], and only on a map in
  * 16 bits, prepared filters as below; anything else is -1 (refused as
@@ -927,7 +994,32 @@ static void test_conv_map_channels_rule(void)
         {0, 1, 0x1000, 0x2000, -1},                  {1, 0, 0x1000, 0x2000, -1}, {1, 1, 0x1080, 0x2000, -1},
         {1, 1, 0x1000, 0x2010, -1},                  {0, 1, 0, 0, MVRT_STORAGE16_BF16},
     };
+    /* y of the other 16-bit type: only between two 16-bit maps, without a
+     * residual; x stays of the math's type */
+    static const struct {
+        int math, x16, y16, residual, want;
+    } other[] = {
+        {MVRT_MATH_FP16, MVRT_STORAGE16_F16, MVRT_STORAGE16_BF16, 0, MVRT_STORAGE16_F16},
+        {MVRT_MATH_BF16, MVRT_STORAGE16_BF16, MVRT_STORAGE16_F16, 0, MVRT_STORAGE16_BF16},
+        {MVRT_MATH_FP16, MVRT_STORAGE16_F16, MVRT_STORAGE16_BF16, 1, -1},
+        {MVRT_MATH_FP16, 0, MVRT_STORAGE16_BF16, 0, -1},
+        {MVRT_MATH_BF16, MVRT_STORAGE16_F16, MVRT_STORAGE16_BF16, 0, -1},
+        {MVRT_MATH_FP16, MVRT_STORAGE16_F16, 5, 0, -1},
+    };
     c->x_map_channels = c->y_map_channels = 0;
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        c->math = other[i].math;
+        c->x_nhwc16 = other[i].x16, c->y_nhwc16 = other[i].y16;
+        c->residual = other[i].residual ? (const float *)(uintptr_t)0x3000 : NULL;
+        const int got = mvrt_op_storage16(&op);
+        g_cases++;
+        if (got != other[i].want) {
+            printf("FAIL  conv y of the other type rule, case %zu (math %d x16 %d y16 %d residual %d): %d, want %d\n",
+                   i, other[i].math, other[i].x16, other[i].y16, other[i].residual, got, other[i].want);
+            g_failures++;
+        }
+    }
+    c->math = MVRT_MATH_BF16, c->residual = NULL;
     for (size_t i = 0; i < sizeof prep / sizeof *prep; i++) {
         c->x_nhwc16 = prep[i].x16 ? MVRT_STORAGE16_BF16 : 0;
         c->y_nhwc16 = prep[i].y16 ? MVRT_STORAGE16_BF16 : 0;
@@ -1113,6 +1205,9 @@ int main(void)
         test_conv2d_nhwc16(2, 12, 9, 7, 12, 1, MVRT_ACT_NONE, 1, 1, 16, 24);
         test_conv2d_nhwc16(1, 12, 9, 8, 24, 2, MVRT_ACT_NONE, 0, 1, 16, 24);
         test_conv2d_nhwc16(1, 3, 11, 9, 12, 2, MVRT_ACT_RELU, 0, 0, 3, 16);
+        /* y of the other type: the downsampler into a bf16 graph's token stages */
+        test_conv2d_nhwc16_other_y(2, 16, 9, 7, 32, 2, MVRT_ACT_NONE, 16, 32);
+        test_conv2d_nhwc16_other_y(1, 12, 8, 8, 20, 2, MVRT_ACT_GELU_TANH, 16, 24);
         test_window_nhwc16(2, 24, 5, 7, 3);
         test_window_nhwc16(1, 40, 14, 14, 14);
         test_pool_nhwc16(2, 24, 5);
