@@ -122,8 +122,10 @@ typedef struct mvrt_graph_options {
                              MVRT_CUDA_FP32_GEMM=sgemm forces SGEMM); 1: fast, TF32 GEMMs and convs on
                              CUDA; 2: fast, bf16 GEMM and conv operands with fp32 accumulation on CUDA
                              (as PyTorch autocast), attention on bf16 tensor cores (sm_80+), the
-                             network's conv-stage maps and the activations that only a GEMM reads
-                             (LayerNorm outputs, MLP hidden) stored as bf16 on every backend; 3: the
+                             network's stem maps and the activations that only a GEMM reads
+                             (LayerNorm outputs, MLP hidden) stored as bf16 on every backend, its
+                             ConvBlock stages (maps, filters, products) in fp16 unless a filter is
+                             beyond fp16's range (docs/mambavision.md: fp16 conv stages); 3: the
                              same in fp16 (fp16 tensor cores; T4s and older have no bf16 ones: on
                              CUDA code below sm_80 mode 2 is refused, MVRT_ERR_UNSUPPORTED, and mode
                              1 computes as mode 0). The CPU multiplies in fp32 in every mode, rounding
