@@ -93,8 +93,8 @@ typedef struct mvrt_gpu_op_ctx {
      * over a cluster (attention_tf32x3_kernel) */
     int split_attention;
     /* NVIDIA: MVRT_OP_MIXER_PROJ runs for at most this many tokens (0:
-     * the op is declined; the graph runner emits the three ops it fuses);
-     * MVRT_GPU_MIXER_PROJ_TOKENS unless MVRT_CUDA_MIXER_PROJ_TOKENS says */
+     * the op is declined; the graph runner emits the three ops it fuses):
+     * MVRT_GPU_MIXER_PROJ_TOKENS */
     long mixer_proj_tokens;
     /* NVIDIA sm_90+: a linear with a folded LayerNorm (ln_weight) runs
      * where the cluster GEMM takes it; 0 (MVRT_CUDA_LN_FOLD=0, HIP): the

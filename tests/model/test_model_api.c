@@ -672,8 +672,7 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
     CHECK_OK(mvrt_backend_open("cpu", &cpu));
     if (!cpu)
         return;
-    const char *limit = getenv("MVRT_CUDA_MIXER_PROJ_TOKENS");
-    const int want_fused = !strcmp(mvrt_backend_name(be), "cuda") && !limit;
+    const int want_fused = !strcmp(mvrt_backend_name(be), "cuda");
     /* both LayerNorms folded into in_proj / qkv and fc1 (the cluster
      * GEMM) on CUDA sm_90+ at the batch-1 shapes of MambaVision (cases 0,
      * 6, 8 and 9), unless the environment pins the GEMM paths */
@@ -725,8 +724,7 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
             const double d = max_diff(og, oc, n, &scale);
             const double part = max_diff(oc, in, n, &unused);
             /* which form ran: the fused projections (one "mixer_proj" op) on
-             * CUDA for up to MVRT_GPU_MIXER_PROJ_TOKENS tokens unless
-             * MVRT_CUDA_MIXER_PROJ_TOKENS overrides the limit */
+             * CUDA for up to MVRT_GPU_MIXER_PROJ_TOKENS tokens */
             mvrt_graph_op_profile_t ops[32];
             size_t nops = 0;
             int fused = 0, norms = 0, mlps = 0;
