@@ -817,10 +817,11 @@ static float *map16_values(int64_t batch, int64_t C, int64_t Cs, int64_t sp, uin
     return x;
 }
 
-/* Runs op with 1 and 2 threads into the bf16 y16 (NaN bits before each
- * run) and compares the decoded values with ref. */
-static void check_threads16(const char *kind, const char *name, const mvrt_op_params_t *op, uint16_t *y16,
-                            const double *ref, size_t n)
+/* Runs op with 1 and 2 threads into the 16-bit y16 (NaN bits before each
+ * run) and compares the values decoded as g_t16 with ref (rtol on top of
+ * MAP16_ATOL). */
+static void check_threads16_rtol(const char *kind, const char *name, const mvrt_op_params_t *op, uint16_t *y16,
+                                 const double *ref, size_t n, double rtol)
 {
     float *got = falloc(n);
     for (int t = 1; t <= 2; t++) {
@@ -829,21 +830,33 @@ static void check_threads16(const char *kind, const char *name, const mvrt_op_pa
         run_cpu(op, t);
         for (size_t i = 0; i < n; i++)
             got[i] = from16(y16[i]);
-        compare(kind, name, t, got, ref, n, MAP16_RTOL, MAP16_ATOL * max_abs(ref, n));
+        compare(kind, name, t, got, ref, n, rtol, MAP16_ATOL * max_abs(ref, n));
     }
     free(got);
+}
+static void check_threads16(const char *kind, const char *name, const mvrt_op_params_t *op, uint16_t *y16,
+                            const double *ref, size_t n)
+{
+    check_threads16_rtol(kind, name, op, y16, ref, n, MAP16_RTOL);
 }
 
 /* xs, ys: the channels x's and y's 16-bit maps store per position
  * (x_map_channels / y_map_channels when more than cin / cout): the padding
- * channels of y must come out +0 exactly. */
-static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride, int act,
-                               int residual, int x16, int64_t xs, int64_t ys)
+ * channels of y must come out +0 exactly. y_other: y holds the other
+ * 16-bit type than x (g_t16) and the math (a bf16 graph's boundary between
+ * its fp16 conv stages and its bf16 maps, mv_op_params.h; no residual):
+ * rounded to x's type, then to y's, so the tolerance is the coarser
+ * type's (bf16: 1.125 of its half ulp); a y decoded as the wrong type is
+ * off by orders of magnitude. */
+static void conv2d_nhwc16_case(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride, int act,
+                               int residual, int x16, int64_t xs, int64_t ys, int y_other)
 {
+    const int tx = g_t16, ty = y_other ? (g_t16 == MVRT_STORAGE16_F16 ? MVRT_STORAGE16_BF16 : MVRT_STORAGE16_F16) : g_t16;
     char name[160];
-    snprintf(name, sizeof name, "nhwc %s b%lld %lld->%lld %lldx%lld s%d act %d%s%s stored %lld->%lld", t16_name(),
-             (long long)batch, (long long)cin, (long long)cout, (long long)h, (long long)w, stride, act,
-             residual ? " res" : "", x16 ? "" : " x NCHW f32", (long long)xs, (long long)ys);
+    snprintf(name, sizeof name, "nhwc %s%s b%lld %lld->%lld %lldx%lld s%d act %d%s%s stored %lld->%lld", t16_name(),
+             y_other ? (ty == MVRT_STORAGE16_F16 ? ">fp16" : ">bf16") : "", (long long)batch, (long long)cin,
+             (long long)cout, (long long)h, (long long)w, stride, act, residual ? " res" : "",
+             x16 ? "" : " x NCHW f32", (long long)xs, (long long)ys);
     const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
     const size_t ny = (size_t)(batch * ys * oh * ow), ny_dense = (size_t)(batch * cout * oh * ow);
     uint16_t *xb, *rb;
@@ -862,16 +875,23 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
                                          .out_channels = cout, .out_h = oh, .out_w = ow, .kernel = 3,
                                          .stride = stride, .pad = 1, .x = x, .weight = wt, .bias = bias,
                                          .residual = residual ? r : NULL, .y = y32, .activation = act,
-                                         .math = MVRT_MATH_BF16};
+                                         .math = tx == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : MVRT_MATH_BF16};
     run_ref(&op, refn);
     nchw_to_nhwc(refn, ref, batch, cout, ys, oh * ow);
     op.u.conv2d.x = x16 ? (const float *)(const void *)xb : x;
     op.u.conv2d.residual = residual ? (const float *)(const void *)rb : NULL;
     op.u.conv2d.y = (float *)(void *)y16;
-    op.u.conv2d.x_nhwc16 = x16 ? g_t16 : 0, op.u.conv2d.y_nhwc16 = g_t16;
+    op.u.conv2d.x_nhwc16 = x16 ? tx : 0, op.u.conv2d.y_nhwc16 = ty;
     op.u.conv2d.x_map_channels = x16 && xs != cin ? xs : 0;
     op.u.conv2d.y_map_channels = ys != cout ? ys : 0;
-    check_threads16("conv2d", name, &op, y16, ref, ny);
+    g_cases++;
+    if (mvrt_op_storage16(&op) != tx) { /* the rule every backend checks first */
+        printf("FAIL  conv2d %s: mvrt_op_storage16 %d, want %d\n", name, mvrt_op_storage16(&op), tx);
+        g_failures++;
+    }
+    g_t16 = ty; /* y decoded as its type */
+    check_threads16_rtol("conv2d", name, &op, y16, ref, ny, y_other ? 1.125 / 256.0 : MAP16_RTOL);
+    g_t16 = tx;
     g_cases++;
     for (size_t i = 0; i < ny; i++)
         if ((int64_t)(i % (size_t)ys) >= cout && y16[i] != 0) {
@@ -882,72 +902,15 @@ static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w,
         }
     free(x), free(xb), free(r), free(rb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref);
 }
-
-/* A conv between 16-bit maps whose y holds the other 16-bit type than x
- * (g_t16) and the math (a bf16 graph's boundary between its fp16 conv
- * stages and bf16 token stages, mv_op_params.h): y is rounded to x's type,
- * then to y's. Against the double reference with the coarser type's
- * tolerance (bf16: 1.125 of its half ulp on top of fp32 accuracy, as
- * MAP16_RTOL); a y decoded as the wrong type, or x read as y's type, is
- * off by orders of magnitude. */
-static void test_conv2d_nhwc16_other_y(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride,
-                                      int act, int64_t xs, int64_t ys)
+static void test_conv2d_nhwc16(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride, int act,
+                               int residual, int x16, int64_t xs, int64_t ys)
 {
-    const int ty = g_t16 == MVRT_STORAGE16_F16 ? MVRT_STORAGE16_BF16 : MVRT_STORAGE16_F16;
-    char name[160];
-    snprintf(name, sizeof name, "nhwc %s -> %s b%lld %lld->%lld %lldx%lld s%d act %d stored %lld->%lld", t16_name(),
-             ty == MVRT_STORAGE16_F16 ? "fp16" : "bf16", (long long)batch, (long long)cin, (long long)cout,
-             (long long)h, (long long)w, stride, act, (long long)xs, (long long)ys);
-    const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
-    const size_t ny = (size_t)(batch * ys * oh * ow), ny_dense = (size_t)(batch * cout * oh * ow);
-    uint16_t *xb;
-    float *x = map16_values(batch, cin, xs, h * w, &xb);
-    float *wt = falloc((size_t)(cout * cin * 9)), *bias = falloc((size_t)cout), *y32 = falloc(ny_dense);
-    uint16_t *y16 = malloc(ny * sizeof(uint16_t));
-    double *refn = dalloc(ny_dense), *ref = dalloc(ny);
-    float *got = falloc(ny);
-    if (!y16) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    fill_uniform(wt, (size_t)(cout * cin * 9), 0.0, 0.5);
-    fill_uniform(bias, (size_t)cout, 0.0, 1.0);
-    mvrt_op_params_t op = {.kind = MVRT_OP_CONV2D};
-    op.u.conv2d = (mvrt_conv2d_params_t){.batch = batch, .in_channels = cin, .in_h = h, .in_w = w,
-                                         .out_channels = cout, .out_h = oh, .out_w = ow, .kernel = 3,
-                                         .stride = stride, .pad = 1, .x = x, .weight = wt, .bias = bias,
-                                         .y = y32, .activation = act,
-                                         .math = g_t16 == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : MVRT_MATH_BF16};
-    run_ref(&op, refn);
-    nchw_to_nhwc(refn, ref, batch, cout, ys, oh * ow);
-    op.u.conv2d.x = (const float *)(const void *)xb;
-    op.u.conv2d.y = (float *)(void *)y16;
-    op.u.conv2d.x_nhwc16 = g_t16, op.u.conv2d.y_nhwc16 = ty;
-    op.u.conv2d.x_map_channels = xs != cin ? xs : 0;
-    op.u.conv2d.y_map_channels = ys != cout ? ys : 0;
-    g_cases++;
-    if (mvrt_op_storage16(&op) != g_t16) {
-        printf("FAIL  conv2d %s: mvrt_op_storage16 %d, want %d\n", name, mvrt_op_storage16(&op), g_t16);
-        g_failures++;
-    }
-    const double rtol = 1.125 / 256.0; /* bf16's half ulp is the coarser */
-    for (int t = 1; t <= 2; t++) {
-        for (size_t i = 0; i < ny; i++)
-            y16[i] = 0x7e00u; /* NaN in fp16, a large finite bf16: either is caught */
-        run_cpu(&op, t);
-        for (size_t i = 0; i < ny; i++)
-            got[i] = ty == MVRT_STORAGE16_F16 ? mvrt_f16_to_f32(y16[i]) : mvrt_bf16_to_f32(y16[i]);
-        compare("conv2d", name, t, got, ref, ny, rtol, MAP16_ATOL * max_abs(ref, ny));
-    }
-    g_cases++;
-    for (size_t i = 0; i < ny; i++)
-        if ((int64_t)(i % (size_t)ys) >= cout && y16[i] != 0) {
-            fprintf(stderr, "FAIL conv2d %s: padding channel %lld of position %zu holds 0x%04x, not +0\n", name,
-                    (long long)(i % (size_t)ys), i / (size_t)ys, y16[i]);
-            g_failures++;
-            break;
-        }
-    free(x), free(xb), free(wt), free(bias), free(y32), free(y16), free(refn), free(ref), free(got);
+    conv2d_nhwc16_case(batch, cin, h, w, cout, stride, act, residual, x16, xs, ys, 0);
+}
+static void test_conv2d_nhwc16_other_y(int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int stride,
+                                       int act, int64_t xs, int64_t ys)
+{
+    conv2d_nhwc16_case(batch, cin, h, w, cout, stride, act, 0, 1, xs, ys, 1);
 }
 
 /* The rule every backend checks before a conv (mvrt_op_storage16): a
