@@ -409,15 +409,17 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype f32|f16|bf16]\n"
+            "                       [--only TEXT]\n"
             "  --backend NAME   cpu, cuda, cuda:N, hip, hip:N or auto (default auto)\n"
             "  --threads LIST   CPU thread counts, e.g. 1,2 or 1,max (default 1,max)\n"
             "  --quick          small shapes, few repeats (CI smoke run)\n"
-            "  --dtype T        input dtype of u, delta, B, C, z (default f32)\n");
+            "  --dtype T        input dtype of u, delta, B, C, z (default f32)\n"
+            "  --only TEXT      only the rows whose name contains TEXT\n");
 }
 
 int mvrt_bench_scan(int argc, char **argv)
 {
-    const char *backend_name = "auto", *threads_arg = NULL;
+    const char *backend_name = "auto", *threads_arg = NULL, *only = NULL;
     int quick = 0;
     mvrt_dtype_t dt = MVRT_DTYPE_F32;
     for (int i = 1; i < argc; i++) {
@@ -427,6 +429,8 @@ int mvrt_bench_scan(int argc, char **argv)
             threads_arg = argv[++i];
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
         } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             const char *d = argv[++i];
             if (!strcmp(d, "f32"))
@@ -508,6 +512,8 @@ int mvrt_bench_scan(int argc, char **argv)
     }
 
     for (size_t ri = 0; ri < sizeof scan_rows / sizeof scan_rows[0]; ri++) {
+        if (only && !strstr(scan_rows[ri].name, only))
+            continue;
         bench_cfg_t cfg = {be, dt, quick, is_cpu, budget, max_reps, copy_gbs, threads, nthreads};
         if (bench_row(&cfg, &c, &scan_rows[ri]) != 0)
             goto fail;
