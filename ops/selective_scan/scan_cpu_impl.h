@@ -13,9 +13,10 @@
  * time with h in registers over the whole tile.
  *
  * Backward, per block: pass 1 runs the recurrence over the row and keeps the
- * state at every chunk start (K steps per chunk); pass 2 walks the chunks
- * backwards, recomputes the chunk's a_t and h_t from its saved start state
- * and runs the adjoint recurrence. Every result that sums over something
+ * state at every chunk start (K steps per chunk; a row that fits in cache
+ * is one chunk and skips it); pass 2 walks the chunks backwards and, 8
+ * states at a time, recomputes their a_t and h_t from the chunk's saved
+ * start state and runs the adjoint recurrence (bwd_chunk). Every result that sums over something
  * the task decomposition splits (channels of a group, batch) goes through
  * fixed partial slots in the workspace, reduced in a fixed order afterwards:
  * the result is bitwise the same for every thread count. */
@@ -39,11 +40,12 @@ typedef struct scan_scratch {
     int ldbc;                    /* row pitch of Bs/Cs: K + 16, so that the N
                                   * rows read together do not alias in L1 */
     vf *U, *V, *DT, *DTU, *Y, *Z, *G, *S1, *S2; /* K vectors each */
+    vf *G0;                      /* K vectors: dout before the z gate (backward with z) */
     float *Bs, *Cs;              /* N x K (variable B / C) */
     vf *h, *hs, *Av, *Bv, *Cv;   /* N vectors each */
     vf *carry, *dA, *dBc, *dCc;  /* N vectors each (backward) */
-    vf *HA, *HH;                 /* K rows of ldh: a_t and h_t of a chunk (backward) */
-    int ldh;                     /* their row pitch in vectors (bwd_hist_pitch) */
+    vf *HA, *HH;                 /* K rows of MVRT_BWD_SLAB: a_t and h_t of one slab of
+                                  * states over a chunk (backward, bwd_chunk) */
     vf *ckpt;                    /* nch x N: state at each chunk start */
     vf Dv, biasv;
 } scan_scratch_t;
@@ -233,70 +235,55 @@ MVRT_SI void fwd_states(const int NC, const int bvar, const int cvar, const int 
         h[j] = hr[j];
 }
 
-#define MVRT_FWD_STATES_CHUNKS(bvar, cvar, want_y, hist)                                     \
+/* The states 8 (4, 2, 1) at a time, without history (the forward, and
+ * the backward's pass 1; pass 2 runs its history slab by slab in
+ * bwd_chunk). */
+#define MVRT_FWD_STATES_CHUNKS(bvar, cvar, want_y)                                            \
     for (int n0 = 0; n0 < N;) {                                                              \
         int rem = N - n0;                                                                    \
         int nc = rem >= 8 ? 8 : rem >= 4 ? 4 : rem >= 2 ? 2 : 1;                             \
         const float *bs_ = (bvar) ? s->Bs + (size_t)n0 * s->ldbc : NULL;                        \
         const float *cs_ = (cvar) ? s->Cs + (size_t)n0 * s->ldbc : NULL;                        \
-        vf *ha_ = (hist) ? s->HA + n0 : NULL, *hh_ = (hist) ? s->HH + n0 : NULL;             \
         const vf *bv_ = (bvar) ? NULL : s->Bv + n0, *cv_ = (cvar) ? NULL : s->Cv + n0;       \
         switch (nc) {                                                                        \
-        case 8: fwd_states(8, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
-        case 4: fwd_states(4, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
-        case 2: fwd_states(2, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,        \
-                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
-        default: fwd_states(1, bvar, cvar, want_y, hist, tn, s->ldbc, s->DT, s->DTU, s->Y,       \
-                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, ha_, hh_, s->ldh); break; \
+        case 8: fwd_states(8, bvar, cvar, want_y, 0, tn, s->ldbc, s->DT, s->DTU, s->Y,           \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, NULL, NULL, 0); break;  \
+        case 4: fwd_states(4, bvar, cvar, want_y, 0, tn, s->ldbc, s->DT, s->DTU, s->Y,           \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, NULL, NULL, 0); break;  \
+        case 2: fwd_states(2, bvar, cvar, want_y, 0, tn, s->ldbc, s->DT, s->DTU, s->Y,           \
+                           s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, NULL, NULL, 0); break;  \
+        default: fwd_states(1, bvar, cvar, want_y, 0, tn, s->ldbc, s->DT, s->DTU, s->Y,          \
+                            s->Av + n0, s->h + n0, bs_, bv_, cs_, cv_, NULL, NULL, 0); break; \
         }                                                                                    \
         n0 += nc;                                                                            \
     }
 
-#define MVRT_DEF_FWD_VARIANT(name, bvar, cvar, want_y, hist)                   \
+#define MVRT_DEF_FWD_VARIANT(name, bvar, cvar, want_y)                         \
     static void name(scan_scratch_t *s, int tn)                                \
     {                                                                          \
         const int N = s->N;                                                    \
-        MVRT_FWD_STATES_CHUNKS(bvar, cvar, want_y, hist)                       \
+        MVRT_FWD_STATES_CHUNKS(bvar, cvar, want_y)                             \
     }
 
-/* Forward output (y, no history) */
-MVRT_DEF_FWD_VARIANT(fwd_y_vv, 1, 1, 1, 0)
-MVRT_DEF_FWD_VARIANT(fwd_y_vc, 1, 0, 1, 0)
-MVRT_DEF_FWD_VARIANT(fwd_y_cv, 0, 1, 1, 0)
-MVRT_DEF_FWD_VARIANT(fwd_y_cc, 0, 0, 1, 0)
+/* Forward output (y) */
+MVRT_DEF_FWD_VARIANT(fwd_y_vv, 1, 1, 1)
+MVRT_DEF_FWD_VARIANT(fwd_y_vc, 1, 0, 1)
+MVRT_DEF_FWD_VARIANT(fwd_y_cv, 0, 1, 1)
+MVRT_DEF_FWD_VARIANT(fwd_y_cc, 0, 0, 1)
 /* States only (backward pass 1; C irrelevant) */
-MVRT_DEF_FWD_VARIANT(fwd_h_v, 1, 0, 0, 0)
-MVRT_DEF_FWD_VARIANT(fwd_h_c, 0, 0, 0, 0)
-/* History without y (backward without z) */
-MVRT_DEF_FWD_VARIANT(fwd_hist_v, 1, 0, 0, 1)
-MVRT_DEF_FWD_VARIANT(fwd_hist_c, 0, 0, 0, 1)
-/* History with y (backward with z) */
-MVRT_DEF_FWD_VARIANT(fwd_histy_vv, 1, 1, 1, 1)
-MVRT_DEF_FWD_VARIANT(fwd_histy_vc, 1, 0, 1, 1)
-MVRT_DEF_FWD_VARIANT(fwd_histy_cv, 0, 1, 1, 1)
-MVRT_DEF_FWD_VARIANT(fwd_histy_cc, 0, 0, 1, 1)
+MVRT_DEF_FWD_VARIANT(fwd_h_v, 1, 0, 0)
+MVRT_DEF_FWD_VARIANT(fwd_h_c, 0, 0, 0)
 
-static void run_fwd_states(const mvrt_scan_params_t *p, scan_scratch_t *s, int tn, int want_y, int hist)
+static void run_fwd_states(const mvrt_scan_params_t *p, scan_scratch_t *s, int tn, int want_y)
 {
     const int bv = p->b_variable != 0, cv = p->c_variable != 0;
-    if (!hist) {
-        if (want_y) {
-            if (bv)
-                cv ? fwd_y_vv(s, tn) : fwd_y_vc(s, tn);
-            else
-                cv ? fwd_y_cv(s, tn) : fwd_y_cc(s, tn);
-        } else {
-            bv ? fwd_h_v(s, tn) : fwd_h_c(s, tn);
-        }
-    } else if (!want_y) {
-        bv ? fwd_hist_v(s, tn) : fwd_hist_c(s, tn);
-    } else {
+    if (want_y) {
         if (bv)
-            cv ? fwd_histy_vv(s, tn) : fwd_histy_vc(s, tn);
+            cv ? fwd_y_vv(s, tn) : fwd_y_vc(s, tn);
         else
-            cv ? fwd_histy_cv(s, tn) : fwd_histy_cc(s, tn);
+            cv ? fwd_y_cv(s, tn) : fwd_y_cc(s, tn);
+    } else {
+        bv ? fwd_h_v(s, tn) : fwd_h_c(s, tn);
     }
 }
 
@@ -360,36 +347,6 @@ MVRT_SI void bwd_states(const int NC, const int bvar, const int cvar, int tn, in
     }
 }
 
-#define MVRT_BWD_CALL(NC, bvar, cvar)                                                            \
-    bwd_states(NC, bvar, cvar, tn, s->ldbc, n0 == 0, s->G, s->DT, s->DTU, s->S1, s->S2, s->Av + n0, \
-               s->carry + n0, s->dA + n0, s->dBc + n0, s->dCc + n0,                              \
-               (bvar) ? s->Bs + (size_t)n0 * s->ldbc : NULL, (bvar) ? NULL : s->Bv + n0,            \
-               (cvar) ? s->Cs + (size_t)n0 * s->ldbc : NULL, (cvar) ? NULL : s->Cv + n0,            \
-               s->HA + n0, s->HH + n0,                                                           \
-               s->hs + n0, s->ldh)
-
-#define MVRT_DEF_BWD_VARIANT(name, bvar, cvar)                                 \
-    static void name(scan_scratch_t *s, int tn)                                \
-    {                                                                          \
-        const int N = s->N;                                                    \
-        for (int n0 = 0; n0 < N;) {                                            \
-            int rem = N - n0;                                                  \
-            int nc = rem >= 8 ? 8 : rem >= 4 ? 4 : rem >= 2 ? 2 : 1;           \
-            switch (nc) {                                                      \
-            case 8: MVRT_BWD_CALL(8, bvar, cvar); break;                       \
-            case 4: MVRT_BWD_CALL(4, bvar, cvar); break;                       \
-            case 2: MVRT_BWD_CALL(2, bvar, cvar); break;                       \
-            default: MVRT_BWD_CALL(1, bvar, cvar); break;                      \
-            }                                                                  \
-            n0 += nc;                                                          \
-        }                                                                      \
-    }
-
-MVRT_DEF_BWD_VARIANT(bwd_vv, 1, 1)
-MVRT_DEF_BWD_VARIANT(bwd_vc, 1, 0)
-MVRT_DEF_BWD_VARIANT(bwd_cv, 0, 1)
-MVRT_DEF_BWD_VARIANT(bwd_cc, 0, 0)
-
 /* ---- forward ------------------------------------------------------------- */
 
 static int fwd_tile_steps(int N)
@@ -418,7 +375,7 @@ static void fwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, int64_t b,
         prep_tile(p, s, b, g, d0, w, t0, tn, 1, 1, nx0, nxn);
         if (p->z.data && nxn > 0)
             prefetch_tile(&p->z, p->input_dtype, b, d0, w, nx0, nxn);
-        run_fwd_states(p, s, tn, 1, 0);
+        run_fwd_states(p, s, tn, 1);
         if (p->z.data) {
             load_tile(s->Z, &p->z, p->input_dtype, b, d0, w, t0, tn);
             for (int t = 0; t < tn; t++)
@@ -500,36 +457,34 @@ void KFN(mvrt_cpu_scan_fwd)(const mvrt_scan_params_t *p, int num_threads)
 
 /* ---- backward ------------------------------------------------------------ */
 
-/* Chunk length. Pass 2 walks a chunk's a_t and h_t (2 K N W floats)
- * backwards, so they should stay in cache: 256 KB of them beat 1 MB by
- * 17-37 % at N = 64-256 (bwd of 16x64x256xN on a 2-core AMD EPYC with 1 MB
- * of L2 and 48 KB of L1d per core, 2026-11-28). A row whose history fits
- * in 1 MB whole takes one chunk instead, which skips pass 1 (the states
- * at chunk starts): the LM rows (N = 16, L = 256) were 15 % slower in two
- * 256 KB chunks, and MambaVision's rows (L = 196 and 49, N up to 32) stay
- * in one. */
+/* States per slab of pass 2 (bwd_chunk): the most one fwd_states /
+ * bwd_states call keeps in registers. */
+#define MVRT_BWD_SLAB 8
+
+/* Chunk length. Per step, pass 2 keeps in cache the chunk's B and C tile
+ * columns (2 N floats), its step vectors (U .. G0: 10) and one slab's
+ * a_t and h_t (2 MVRT_BWD_SLAB vectors). A row whose steps fit in
+ * MVRT_BWD_WHOLE_BYTES (one core's L2 on the 2-core AMD EPYC of
+ * docs/performance.md; 1-2 MB on current x86 server cores) takes one
+ * chunk, which skips pass 1 (a whole forward over the row); longer rows
+ * take chunks of MVRT_BWD_CHUNK_BYTES, which stay in cache while pass 2
+ * walks them. Measured (session 57, that EPYC, 1 thread, bwd of
+ * 16x64x256xN, same run): one chunk against the earlier chunks of 256 KB
+ * of whole-N history 1.53 -> 2.08 G/s at N = 64, 1.52 -> 2.03 at 128,
+ * 0.96-1.20 -> 1.47-1.73 at 256 (whose chunks were 16 steps; 64- and
+ * 128-step chunks sat in between); the LM rows (N 16, 2048-8192 steps:
+ * several chunks) measured as before in 256 KB chunks, and no faster in
+ * 1 MB ones. */
+#define MVRT_BWD_WHOLE_BYTES (1 << 20)
+#define MVRT_BWD_CHUNK_BYTES (1 << 18)
 static int bwd_chunk_steps(int N, int64_t L)
 {
-    const int64_t whole = 131072 / ((int64_t)N * W);
-    int64_t K = L <= whole ? (L + W - 1) / W * W : 32768 / ((int64_t)N * W);
+    const int64_t per_step = 8 * (int64_t)N + (10 + 2 * MVRT_BWD_SLAB) * (int64_t)W * 4;
+    int64_t K = L <= MVRT_BWD_WHOLE_BYTES / per_step ? (L + W - 1) / W * W : MVRT_BWD_CHUNK_BYTES / per_step;
     K -= K % W;
-    if (K > 1024)
-        K = 1024;
     if (K < W)
         K = W;
     return (int)K;
-}
-
-/* Row pitch (vectors) of a chunk's a_t / h_t history: N plus one cache
- * line. The adjoint walks 8 states at a time down all K rows, so with a
- * pitch of exactly N (N * W * 4 bytes: 8 KB at N = 256 on AVX2, a multiple
- * of the L1 way size) every row of a walk fell into the same L1 sets and
- * the history streamed from L2; the extra line spreads the rows over the
- * sets. */
-static int bwd_hist_pitch(int N)
-{
-    const int line = 64 / (int)sizeof(vf);
-    return N + (line > 0 ? line : 1);
 }
 
 /* Variable B/C partial slots per (batch, group): enough tasks for a large
@@ -584,8 +539,7 @@ static void bwd_plan(const mvrt_scan_params_t *p, char *base, int nt, bwd_layout
         MVRT_TAKE(lo->slotC, Bt * G * S * N * L * 4);
     lo->threads = base ? base + off : NULL;
     const size_t vb = W * 4;
-    const size_t ldh = (size_t)bwd_hist_pitch((int)N);
-    lo->per_thread = al64(9 * K * vb) + al64(2 * K * ldh * vb) + al64(9 * N * vb) +
+    lo->per_thread = al64(10 * K * vb) + al64(2 * K * MVRT_BWD_SLAB * vb) + al64(9 * N * vb) +
                      al64((nch ? nch : 1) * N * vb) + 2 * al64(N * (K + 16) * 4);
     lo->total = off + (size_t)nt * lo->per_thread;
 #undef MVRT_TAKE
@@ -603,12 +557,11 @@ static void bwd_scratch(const mvrt_scan_params_t *p, const bwd_layout_t *lo, int
     s->ldbc = (int)K + 16;
     vf *v = (vf *)c;
     s->U = v; s->V = v + K; s->DT = v + 2 * K; s->DTU = v + 3 * K; s->Y = v + 4 * K;
-    s->Z = v + 5 * K; s->G = v + 6 * K; s->S1 = v + 7 * K; s->S2 = v + 8 * K;
-    c += al64(9 * K * sizeof(vf));
-    s->ldh = bwd_hist_pitch((int)N);
+    s->Z = v + 5 * K; s->G = v + 6 * K; s->S1 = v + 7 * K; s->S2 = v + 8 * K; s->G0 = v + 9 * K;
+    c += al64(10 * K * sizeof(vf));
     s->HA = (vf *)c;
-    s->HH = s->HA + K * (size_t)s->ldh;
-    c += al64(2 * K * (size_t)s->ldh * sizeof(vf));
+    s->HH = s->HA + K * (size_t)MVRT_BWD_SLAB;
+    c += al64(2 * K * (size_t)MVRT_BWD_SLAB * sizeof(vf));
     v = (vf *)c;
     s->h = v; s->hs = v + N; s->Av = v + 2 * N; s->Bv = v + 3 * N; s->Cv = v + 4 * N;
     s->carry = v + 5 * N; s->dA = v + 6 * N; s->dBc = v + 7 * N; s->dCc = v + 8 * N;
@@ -647,6 +600,75 @@ static void reduce_lanes(float *dst, const vf *X, size_t ldx, const vf *mul, int
     }
 }
 
+/* Pass 2 of one chunk of tn steps from t0, slab by slab: MVRT_BWD_SLAB
+ * states at a time run the chunk's recurrence from its start state hs
+ * (their a_t and h_t into HA / HH: 2 tn slab vectors, which stay in L1;
+ * y accumulated where z needs it), then the adjoint over the same steps,
+ * then their variable dB / dC lane sums into the slots. The states are
+ * independent in both recurrences, and y, S1 and S2 sum over the slabs
+ * in state order, so the results are those of whole-chunk passes; only
+ * the history's footprint shrinks from 2 tn N vectors (at N = 256 it
+ * streamed from L2). */
+#define MVRT_BWD_SLAB_STEP(NC, bvar, cvar, want_y)                                                          \
+    do {                                                                                                   \
+        const float *bs_ = (bvar) ? s->Bs + (size_t)n0 * s->ldbc : NULL;                                   \
+        const float *cs_ = (cvar) ? s->Cs + (size_t)n0 * s->ldbc : NULL;                                   \
+        const vf *bv_ = (bvar) ? NULL : s->Bv + n0, *cv_ = (cvar) ? NULL : s->Cv + n0;                      \
+        fwd_states(NC, bvar, cvar, want_y, 1, tn, s->ldbc, s->DT, s->DTU, s->Y, s->Av + n0, s->h + n0, bs_, \
+                   bv_, cs_, cv_, s->HA, s->HH, MVRT_BWD_SLAB);                                            \
+        bwd_states(NC, bvar, cvar, tn, s->ldbc, n0 == 0, s->G, s->DT, s->DTU, s->S1, s->S2, s->Av + n0,     \
+                   s->carry + n0, s->dA + n0, s->dBc + n0, s->dCc + n0, bs_, bv_, cs_, cv_, s->HA, s->HH,  \
+                   s->hs + n0, MVRT_BWD_SLAB);                                                             \
+        for (int j = 0; (bvar) && j < (NC); j++)                                                           \
+            reduce_lanes(slotB + (size_t)(n0 + j) * L + t0, s->HA + j, MVRT_BWD_SLAB, NULL, tn, acc);     \
+        for (int j = 0; (cvar) && j < (NC); j++)                                                           \
+            reduce_lanes(slotC + (size_t)(n0 + j) * L + t0, s->HH + j, MVRT_BWD_SLAB, s->G, tn, acc);     \
+    } while (0)
+
+#define MVRT_DEF_BWD_CHUNK(name, bvar, cvar, want_y)                                                  \
+    static void name(scan_scratch_t *s, int tn, int64_t t0, int64_t L, float *slotB, float *slotC,  \
+                     int acc)                                                                        \
+    {                                                                                                \
+        const int N = s->N;                                                                          \
+        for (int n0 = 0; n0 < N;) {                                                                  \
+            const int rem = N - n0;                                                                  \
+            const int nc = rem >= 8 ? 8 : rem >= 4 ? 4 : rem >= 2 ? 2 : 1;                           \
+            switch (nc) {                                                                            \
+            case 8: MVRT_BWD_SLAB_STEP(8, bvar, cvar, want_y); break;                                \
+            case 4: MVRT_BWD_SLAB_STEP(4, bvar, cvar, want_y); break;                                \
+            case 2: MVRT_BWD_SLAB_STEP(2, bvar, cvar, want_y); break;                                \
+            default: MVRT_BWD_SLAB_STEP(1, bvar, cvar, want_y); break;                               \
+            }                                                                                        \
+            n0 += nc;                                                                                \
+        }                                                                                            \
+    }
+
+MVRT_DEF_BWD_CHUNK(bwd_chunk_vv, 1, 1, 0)
+MVRT_DEF_BWD_CHUNK(bwd_chunk_vc, 1, 0, 0)
+MVRT_DEF_BWD_CHUNK(bwd_chunk_cv, 0, 1, 0)
+MVRT_DEF_BWD_CHUNK(bwd_chunk_cc, 0, 0, 0)
+MVRT_DEF_BWD_CHUNK(bwd_chunk_vv_y, 1, 1, 1)
+MVRT_DEF_BWD_CHUNK(bwd_chunk_vc_y, 1, 0, 1)
+MVRT_DEF_BWD_CHUNK(bwd_chunk_cv_y, 0, 1, 1)
+MVRT_DEF_BWD_CHUNK(bwd_chunk_cc_y, 0, 0, 1)
+
+static void bwd_chunk(const mvrt_scan_params_t *p, scan_scratch_t *s, int tn, int want_y, int64_t t0, int64_t L,
+                      float *slotB, float *slotC, int acc)
+{
+    const int bv = p->b_variable != 0, cv = p->c_variable != 0;
+    if (want_y) {
+        if (bv)
+            cv ? bwd_chunk_vv_y(s, tn, t0, L, slotB, slotC, acc) : bwd_chunk_vc_y(s, tn, t0, L, slotB, slotC, acc);
+        else
+            cv ? bwd_chunk_cv_y(s, tn, t0, L, slotB, slotC, acc) : bwd_chunk_cc_y(s, tn, t0, L, slotB, slotC, acc);
+    } else {
+        if (bv)
+            cv ? bwd_chunk_vv(s, tn, t0, L, slotB, slotC, acc) : bwd_chunk_vc(s, tn, t0, L, slotB, slotC, acc);
+        else
+            cv ? bwd_chunk_cv(s, tn, t0, L, slotB, slotC, acc) : bwd_chunk_cc(s, tn, t0, L, slotB, slotC, acc);
+    }
+}
+
 static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_layout_t *lo,
                       int64_t b, int64_t g, int64_t d0, int w, int first_in_task,
                       float *slotB, float *slotC)
@@ -664,7 +686,7 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
         memcpy(s->ckpt + (size_t)c * N, s->h, (size_t)N * sizeof(vf));
         prep_tile(p, s, b, g, d0, w, c * K, K, 0, 0, (c + 1) * K,
                   (int)MVRT_MIN((int64_t)K, L - (c + 1) * K));
-        run_fwd_states(p, s, K, 0, 0);
+        run_fwd_states(p, s, K, 0);
     }
     if (nch > 0)
         memcpy(s->ckpt + (size_t)(nch - 1) * N, s->h, (size_t)N * sizeof(vf));
@@ -690,21 +712,23 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
         }
         memcpy(s->h, s->ckpt + (size_t)c * N, (size_t)N * sizeof(vf));
         memcpy(s->hs, s->h, (size_t)N * sizeof(vf));
-        run_fwd_states(p, s, tn, has_z, 1);
-        if (has_z) {
+        if (has_z) { /* the adjoint's g = dout silu(z); dz needs the whole y (below) */
             load_tile(s->Z, &p->z, dt, b, d0, w, t0, tn);
             for (int t = 0; t < tn; t++) {
                 vf z = s->Z[t], sg = vsigmoid(z), gv = s->G[t];
-                s->Y[t] = gv * s->Y[t] * sg * (1.0f + z * (1.0f - sg)); /* dz */
+                s->G0[t] = gv;
                 s->G[t] = gv * (z * sg);
+            }
+        }
+        bwd_chunk(p, s, tn, has_z, t0, L, slotB, slotC, !first_in_task);
+        if (has_z) {
+            for (int t = 0; t < tn; t++) {
+                vf z = s->Z[t], sg = vsigmoid(z), gv = s->G0[t];
+                s->Y[t] = gv * s->Y[t] * sg * (1.0f + z * (1.0f - sg)); /* dz */
             }
             if (p->dz.data)
                 store_tile(s->Y, &p->dz, dt, b, d0, w, t0, tn);
         }
-        if (p->b_variable)
-            p->c_variable ? bwd_vv(s, tn) : bwd_vc(s, tn);
-        else
-            p->c_variable ? bwd_cv(s, tn) : bwd_cc(s, tn);
         const vf Dv = s->Dv;
         for (int t = 0; t < tn; t++) {
             vf s1 = s->S1[t], gv = s->G[t], u = s->U[t];
@@ -721,14 +745,6 @@ static void bwd_block(const mvrt_scan_params_t *p, scan_scratch_t *s, const bwd_
         }
         store_tile(s->S1, &p->du, dt, b, d0, w, t0, tn);
         store_tile(s->S2, &p->ddelta, dt, b, d0, w, t0, tn);
-        if (p->b_variable)
-            for (int n = 0; n < N; n++)
-                reduce_lanes(slotB + (size_t)n * L + t0, s->HA + n, (size_t)s->ldh, NULL, tn,
-                             !first_in_task);
-        if (p->c_variable)
-            for (int n = 0; n < N; n++)
-                reduce_lanes(slotC + (size_t)n * L + t0, s->HH + n, (size_t)s->ldh, s->G, tn,
-                             !first_in_task);
     }
 
     /* per-batch partials of the (b, t) reductions; each (b, d) has one owner */
