@@ -297,9 +297,9 @@ extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_
                                           gpuStream_t s)
 {
     if (p->complex_a) {
-        const size_t need = cx_plan(*p, t->warp_size).total;
-        if (p->workspace_bytes < need || p->workspace == NULL) return gpuErrorInvalidValue;
-        return launch_cx_bwd(*p, t->warp_size, s);
+        const cx_plan_t plan = cx_plan(*p, t->warp_size);
+        if (p->workspace_bytes < plan.total || p->workspace == NULL) return gpuErrorInvalidValue;
+        return launch_cx_bwd(*p, plan, t->warp_size, s);
     }
     if (use_wscan_chunks_bwd(p, t)) {
         const wscan_bwd_config c = make_wscan_bwd_config(*p, t->smem_limit, sm_count());

@@ -143,11 +143,15 @@ static __device__ __forceinline__ void cx_decay(float dt, float ar, float ai, fl
 }
 static __device__ __forceinline__ float cx_sigmoid(float v) { return 1.f / (1.f + expf(-v)); }
 
-/* Per-lane constants of row (b, d): A, and constant B / C, of the lane's states. */
+/* Per-lane constants of channel d: A, and constant B / C, of the lane's
+ * states; the channel's delta_bias and D (0 where absent). */
 template <int LPR, int SPL> struct cx_row_consts {
     float ar[SPL], ai[SPL], br[SPL], bi[SPL], cr[SPL], ci[SPL];
+    float bias, Dd;
     __device__ __forceinline__ void load(const mvrt_scan_params_t &p, int64_t d, int j)
     {
+        bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+        Dd = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
 #pragma unroll
         for (int k = 0; k < SPL; k++) {
             const int64_t n = j + (int64_t)k * LPR;
@@ -218,8 +222,7 @@ template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_fwd_ke
     const int64_t b = row / p.dim, d = row % p.dim, g = d / (p.dim / p.groups);
     cx_row_consts<LPR, SPL> rc;
     rc.load(p, d, j);
-    const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
-    const float Dd = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+    const float bias = rc.bias, Dd = rc.Dd;
     float xr[SPL], xi[SPL];
 #pragma unroll
     for (int k = 0; k < SPL; k++) xr[k] = xi[k] = 0.f;
@@ -276,8 +279,7 @@ template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_bwd_ke
         const int64_t d = st ? d0 + dc : d1 - 1;
         cx_row_consts<LPR, SPL> rc;
         rc.load(p, d, j);
-        const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
-        const float Dd = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+        const float bias = rc.bias, Dd = rc.Dd;
         float xr[SPL], xi[SPL];
 #pragma unroll
         for (int s = 0; s < SPL; s++) xr[s] = xi[s] = 0.f;
@@ -480,12 +482,13 @@ static inline mvrt_gpu_error_t launch_cx_fwd(const mvrt_scan_params_t &p, int wa
     return mvrt_gpu_get_last_error();
 }
 
-/* The caller checked p.workspace_bytes >= cx_plan(p, warp_size).total. */
-static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, int warp_size, mvrt_gpu_stream_t s)
+/* plan is cx_plan(p, warp_size); the caller checked p.workspace_bytes >= plan.total. */
+static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const cx_plan_t &plan, int warp_size,
+                                             mvrt_gpu_stream_t s)
 {
     cx_kparams k;
     k.p = p;
-    k.c = cx_plan(p, warp_size);
+    k.c = plan;
     char *ws = (char *)p.workspace;
     k.ws_row = (float *)(ws + k.c.row_off);
     k.ws_ck = (float *)(ws + k.c.ck_off);
