@@ -1,0 +1,45 @@
+#!/bin/bash
+# One device lease as one background job (started by watch.sh in its own session, so it outlives
+# the call): build mvrt and mamba's forward kernels, time PyTorch and mvrt, run ctest -L cuda.
+# Logs and state in /tmp/d. Needs .anchor (shared/anchors/README.md), .cutlass/include, .golden.
+D=/tmp/d; B=build-dev; L=$D/gpu.lock; T0=$(date +%s)
+log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
+el() { echo $(( $(date +%s) - T0 )); }
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > $D/gpu.txt
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> $D/gpu.txt 2>&1
+log start; cat $D/gpu.txt >> $D/pipe.log
+( python3 bench/anchors/build_mamba_fwd.py > $D/ext.log 2>&1; echo $? > $D/ext.rc ) &
+( cmake -S . -B $B -DMVRT_GOLDEN_DIR=$PWD/.golden -DMVRT_CUTLASS_INCLUDE_DIR=$PWD/.cutlass/include -DMVRT_CUDA_ARCHS=90 \
+    -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD_TYPE=Release > $D/build.log 2>&1 && cmake --build $B -j16 >> $D/build.log 2>&1; echo $? > $D/build.rc ) &
+while [ ! -f $D/ext.rc ]; do sleep 2; done; log "ext rc $(cat $D/ext.rc): $(tail -1 $D/ext.log)"
+# B's max-autotune compiles while mvrt builds (CPU only): the GPU is its alone
+HOLD=1 python3 bench/anchors/torch_mambavision_one.py B 256 autotune-bf16 > $D/t_B_auto.log 2>&1; log "B autotune: $(tail -1 $D/t_B_auto.log)"
+while [ ! -f $D/build.rc ]; do sleep 2; done; log "build rc $(cat $D/build.rc)"; grep -E "error|mvrt:" $D/build.log | head -20 >> $D/pipe.log
+merge() { python3 -c "
+import json,glob; r={}
+for f in sorted(glob.glob('/tmp/d/tj/*.json')): r.update(json.load(open(f)))
+json.dump(r, open('/tmp/d/torch_mambavision.json','w'), indent=1)"; }
+merge
+log "mvrt rows 1"
+python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --anchor $D/torch_mambavision.json > $D/bench1.log 2>&1; log "bench1 rc $?"
+log "ctest + PyTorch default modes"
+( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest -L cuda -j8 --timeout 900 > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
+CT=$!
+for spec in "L 256 compile-bf16" "L 256 eager-bf16" "T 256 compile-bf16" "T 256 eager-bf16" "B 256 compile-bf16" "B 256 eager-bf16" \
+            "T 1 graphs-bf16" "B 1 graphs-bf16" "L 1 graphs-bf16" "T 256 eager-fp32" "S 256 compile-bf16" "L2 256 compile-bf16"; do
+  set -- $spec; TORCHINDUCTOR_COMPILE_THREADS=4 python3 bench/anchors/torch_mambavision_one.py $1 $2 $3 > $D/t_$1_$2_$3.log 2>&1 &
+  sleep 1
+done
+wait
+log "ctest rc $(cat $D/ctest.rc)"; grep -E "tests passed|Failed|\*\*\*|Not Run|Total Test" $D/ctest.log >> $D/pipe.log
+for f in $D/t_*.log; do tail -1 $f >> $D/pipe.log; done
+merge
+log "mvrt rows 2"
+python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only ", bf16" --anchor $D/torch_mambavision.json > $D/bench2.log 2>&1; log "bench2 rc $?"
+if [ $(el) -lt ${T_AUTO_BEFORE:-1200} ]; then
+  HOLD=1 python3 bench/anchors/torch_mambavision_one.py T 256 autotune-bf16 > $D/t_T_auto.log 2>&1; log "T autotune: $(tail -1 $D/t_T_auto.log)"
+  merge
+  python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only "MambaVision-T, batch 256, bf16" --anchor $D/torch_mambavision.json > $D/bench3.log 2>&1
+else log "T autotune skipped (elapsed $(el) s)"; fi
+log done; touch $D/all.done
