@@ -37,7 +37,7 @@ BENCH=$B/bin/bench_cuda_scan
 log bench f32 default
 timeout 120 $BENCH $P f32 30 2>&1 | tee "$OUT/bench.log"
 # variants on the MambaVision rows: "NAME ENV..." (one env assignment list each)
-VARIANTS=${MVRT_CHECK_VARIANTS:-"staged-off:MVRT_CUDA_SCAN_STAGED=0 lanes-bwd:MVRT_CUDA_SCAN_STAGED_BWD=0 bwd-lpr1:MVRT_CUDA_SCAN_BWD_LPR=1 bwd-t8:MVRT_CUDA_SCAN_BWD_T=8 lpr1:MVRT_CUDA_SCAN_LPR=1 rows64:MVRT_CUDA_SCAN_ROWS=64"}
+VARIANTS=${MVRT_CHECK_VARIANTS:-"bwd-lpr1:MVRT_CUDA_SCAN_BWD_LPR=1 bwd-t8:MVRT_CUDA_SCAN_BWD_T=8 lpr1:MVRT_CUDA_SCAN_LPR=1 rows64:MVRT_CUDA_SCAN_ROWS=64"}
 for V in $VARIANTS; do
   NAME=${V%%:*}; ENVS=${V#*:}
   log "bench f32 variant $NAME ($ENVS)"

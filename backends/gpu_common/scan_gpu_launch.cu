@@ -37,8 +37,6 @@
  *   MVRT_CUDA_SCAN_PATH=staged   the staged forward for every problem it supports
  *                                and the staged backward (by default not for few rows)
  *   MVRT_CUDA_SCAN_PATH=staged-chunks / staged-whole   only that mode of it
- *   MVRT_CUDA_SCAN_STAGED=0      no staged forward (the paths it replaced)
- *   MVRT_CUDA_SCAN_STAGED_BWD=0  no staged backward (the lanes backward instead)
  *   MVRT_CUDA_SCAN_BWD_T=8|16|32 chunk length of the staged backward
  *   MVRT_CUDA_SCAN_BWD_LPR=1|2|4 lanes per row of the staged backward
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
@@ -73,10 +71,8 @@ struct knobs {
     int wscan_off;
     int wscan_fast_off;
     int force_staged;
-    int staged_off;
     int staged_lpr;
     int rows_max;
-    int staged_bwd_off;
     int bwd_t;
     int bwd_lpr;
 };
@@ -93,14 +89,10 @@ const knobs &get_knobs()
                          : strcmp(s, "staged") == 0 ? STAGED_ANY
                          : strcmp(s, "staged-chunks") == 0 ? STAGED_CHUNKS
                          : strcmp(s, "staged-whole") == 0 ? STAGED_WHOLE : STAGED_AUTO;
-        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED");
-        v.staged_off = s && strcmp(s, "0") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_LPR");
         v.staged_lpr = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_ROWS");
         v.rows_max = s ? atoi(s) : 0;
-        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_STAGED_BWD");
-        v.staged_bwd_off = s && strcmp(s, "0") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_WSCAN");
         v.wscan_off = s && strcmp(s, "0") == 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_WSCAN_FAST");
@@ -128,7 +120,7 @@ int sm_count()
 staged_config staged_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
-    if (kn.force_general || kn.force_lanes || kn.rows_max > 0 || kn.staged_off || t->tpr_override != 0) {
+    if (kn.force_general || kn.force_lanes || kn.rows_max > 0 || t->tpr_override != 0) {
         staged_config none;
         memset(&none, 0, sizeof none);
         return none;
@@ -154,7 +146,7 @@ bool use_row_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 staged_bwd_config staged_bwd_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
-    if (kn.force_general || kn.force_lanes || kn.rows_max > 0 || kn.staged_bwd_off || t->tpr_override != 0) {
+    if (kn.force_general || kn.force_lanes || kn.rows_max > 0 || t->tpr_override != 0) {
         staged_bwd_config none;
         memset(&none, 0, sizeof none);
         return none;

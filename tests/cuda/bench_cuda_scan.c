@@ -114,10 +114,8 @@ int main(int argc, char **argv)
     const char *tpr = getenv("MVRT_CUDA_SCAN_TPR");
     const char *path = getenv("MVRT_CUDA_SCAN_PATH");
     const char *rmax = getenv("MVRT_CUDA_SCAN_ROWS");
-    const char *staged = getenv("MVRT_CUDA_SCAN_STAGED");
-    printf("device %s (%s), copy roofline %.0f GB/s, TPR override %s, path %s, rows/block %s, staged fwd %s\n",
-           info.name, info.features, copy_gbs, tpr ? tpr : "auto", path ? path : "auto", rmax ? rmax : "auto",
-           staged && strcmp(staged, "0") == 0 ? "off" : "auto");
+    printf("device %s (%s), copy roofline %.0f GB/s, TPR override %s, path %s, rows/block %s\n", info.name,
+           info.features, copy_gbs, tpr ? tpr : "auto", path ? path : "auto", rmax ? rmax : "auto");
     printf("%-22s %-5s %9s %8s %6s %7s | %9s %8s %6s %7s\n", "case", "dtype", "fwd ms", "GB/s", "%roof", "x ref",
            "bwd ms", "GB/s", "%roof", "x ref");
 
