@@ -2,6 +2,15 @@
 # One device lease as one background job (started by watch.sh in its own session, so it outlives
 # the call): build mvrt and mamba's forward kernels, time PyTorch and mvrt, run ctest -L cuda.
 # Logs and state in /tmp/d. Needs .anchor (shared/anchors/README.md), .cutlass/include, .golden.
+# What it times (session 58's choice by default; "CONFIG BATCH MODE" items, ';'-separated):
+#   LEASE_FIRST  max-autotune runs compiled during mvrt's build, one after another
+#   LEASE_SPECS  default-mode / eager / CUDA-graph runs, compiled beside ctest
+#   LEASE_LAST   max-autotune runs after mvrt's second rows, while the job is younger than T_AUTO_BEFORE s
+#   LEASE_ROWS   mvrt bench model --only text of the second rows
+FIRST=${LEASE_FIRST:-"B 256 autotune-bf16"}
+SPECS=${LEASE_SPECS:-"L 256 compile-bf16;L 256 eager-bf16;T 256 compile-bf16;T 256 eager-bf16;B 256 compile-bf16;B 256 eager-bf16;T 1 graphs-bf16;B 1 graphs-bf16;L 1 graphs-bf16;T 256 eager-fp32;S 256 compile-bf16;L2 256 compile-bf16"}
+LAST=${LEASE_LAST:-"T 256 autotune-bf16"}
+ROWS=${LEASE_ROWS:-", bf16"}
 D=/tmp/d; B=build-dev; L=$D/gpu.lock; T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
 el() { echo $(( $(date +%s) - T0 )); }
@@ -13,8 +22,10 @@ log start; cat $D/gpu.txt >> $D/pipe.log
 ( cmake -S . -B $B -DMVRT_GOLDEN_DIR=$PWD/.golden -DMVRT_CUTLASS_INCLUDE_DIR=$PWD/.cutlass/include -DMVRT_CUDA_ARCHS=90 \
     -DMVRT_WITH_HIP=OFF -DCMAKE_BUILD_TYPE=Release > $D/build.log 2>&1 && cmake --build $B -j16 >> $D/build.log 2>&1; echo $? > $D/build.rc ) &
 while [ ! -f $D/ext.rc ]; do sleep 2; done; log "ext rc $(cat $D/ext.rc): $(tail -1 $D/ext.log)"
-# B's max-autotune compiles while mvrt builds (CPU only): the GPU is its alone
-HOLD=1 python3 bench/anchors/torch_mambavision_one.py B 256 autotune-bf16 > $D/t_B_auto.log 2>&1; log "B autotune: $(tail -1 $D/t_B_auto.log)"
+# max-autotune compiles while mvrt builds (CPU only): the GPU is its alone
+autotune() { local IFS=';'; for spec in $1; do IFS=' '; set -- $spec
+  HOLD=1 python3 bench/anchors/torch_mambavision_one.py $1 $2 $3 > $D/t_$1_$2_$3.log 2>&1; log "$(tail -1 $D/t_$1_$2_$3.log)"; done; }
+autotune "$FIRST"
 while [ ! -f $D/build.rc ]; do sleep 2; done; log "build rc $(cat $D/build.rc)"; grep -E "error|mvrt:" $D/build.log | head -20 >> $D/pipe.log
 merge() { python3 -c "
 import json,glob; r={}
@@ -26,8 +37,8 @@ python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda -
 log "ctest + PyTorch default modes"
 ( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest -L cuda -j8 --timeout 900 > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
 CT=$!
-for spec in "L 256 compile-bf16" "L 256 eager-bf16" "T 256 compile-bf16" "T 256 eager-bf16" "B 256 compile-bf16" "B 256 eager-bf16" \
-            "T 1 graphs-bf16" "B 1 graphs-bf16" "L 1 graphs-bf16" "T 256 eager-fp32" "S 256 compile-bf16" "L2 256 compile-bf16"; do
+IFS=';' read -ra LIST <<< "$SPECS"
+for spec in "${LIST[@]}"; do
   set -- $spec; TORCHINDUCTOR_COMPILE_THREADS=4 python3 bench/anchors/torch_mambavision_one.py $1 $2 $3 > $D/t_$1_$2_$3.log 2>&1 &
   sleep 1
 done
@@ -36,10 +47,9 @@ log "ctest rc $(cat $D/ctest.rc)"; grep -E "tests passed|Failed|\*\*\*|Not Run|T
 for f in $D/t_*.log; do tail -1 $f >> $D/pipe.log; done
 merge
 log "mvrt rows 2"
-python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only ", bf16" --anchor $D/torch_mambavision.json > $D/bench2.log 2>&1; log "bench2 rc $?"
+python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only "$ROWS" --anchor $D/torch_mambavision.json > $D/bench2.log 2>&1; log "bench2 rc $?"
 if [ $(el) -lt ${T_AUTO_BEFORE:-1200} ]; then
-  HOLD=1 python3 bench/anchors/torch_mambavision_one.py T 256 autotune-bf16 > $D/t_T_auto.log 2>&1; log "T autotune: $(tail -1 $D/t_T_auto.log)"
-  merge
-  python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only "MambaVision-T, batch 256, bf16" --anchor $D/torch_mambavision.json > $D/bench3.log 2>&1
-else log "T autotune skipped (elapsed $(el) s)"; fi
+  autotune "$LAST"; merge
+  python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only "$ROWS" --anchor $D/torch_mambavision.json > $D/bench3.log 2>&1
+else log "$LAST skipped (elapsed $(el) s)"; fi
 log done; touch $D/all.done
