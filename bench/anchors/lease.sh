@@ -36,7 +36,6 @@ log "mvrt rows 1"
 python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --anchor $D/torch_mambavision.json > $D/bench1.log 2>&1; log "bench1 rc $?"
 log "ctest + PyTorch default modes"
 ( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest -L cuda -j8 --timeout 900 > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
-CT=$!
 IFS=';' read -ra LIST <<< "$SPECS"
 for spec in "${LIST[@]}"; do
   set -- $spec; TORCHINDUCTOR_COMPILE_THREADS=4 python3 bench/anchors/torch_mambavision_one.py $1 $2 $3 > $D/t_$1_$2_$3.log 2>&1 &
