@@ -7,11 +7,13 @@
 #   LEASE_SPECS  default-mode / eager / CUDA-graph runs, compiled beside ctest
 #   LEASE_LAST   max-autotune runs after mvrt's second rows, while the job is younger than T_AUTO_BEFORE s
 #   LEASE_ROWS   mvrt bench model --only text of the second rows
+#   LEASE_AFTER  a command line run after the first rows with the GPU alone (e.g. the same rows
+#                under a test switch, or --profile), its output in $D/after.log; B is the build dir
 FIRST=${LEASE_FIRST:-"B 256 autotune-bf16"}
 SPECS=${LEASE_SPECS:-"L 256 compile-bf16;L 256 eager-bf16;T 256 compile-bf16;T 256 eager-bf16;B 256 compile-bf16;B 256 eager-bf16;T 1 graphs-bf16;B 1 graphs-bf16;L 1 graphs-bf16;T 256 eager-fp32;S 256 compile-bf16;L2 256 compile-bf16"}
 LAST=${LEASE_LAST:-"T 256 autotune-bf16"}
 ROWS=${LEASE_ROWS:-", bf16"}
-D=/tmp/d; B=build-dev; L=$D/gpu.lock; T0=$(date +%s)
+D=/tmp/d; export B=build-dev; L=$D/gpu.lock; T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
 el() { echo $(( $(date +%s) - T0 )); }
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -34,6 +36,9 @@ json.dump(r, open('/tmp/d/torch_mambavision.json','w'), indent=1)"; }
 merge
 log "mvrt rows 1"
 python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --anchor $D/torch_mambavision.json > $D/bench1.log 2>&1; log "bench1 rc $?"
+if [ -n "$LEASE_AFTER" ]; then
+  python3 bench/anchors/gpu_lock.py -x $L bash -c "$LEASE_AFTER" > $D/after.log 2>&1; log "after rc $?"
+fi
 log "ctest + PyTorch default modes"
 ( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest -L cuda -j8 --timeout 900 > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
 IFS=';' read -ra LIST <<< "$SPECS"
