@@ -11,9 +11,7 @@
  * shapes those decline, or with MVRT_CUDA_FP32_GEMM=sgemm, plain fp32 cuBLAS
  * (CUBLAS_COMPUTE_32F with the default math mode: no TF32, as PyTorch with
  * TF32 off). MVRT_MATH_FAST uses CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor
- * cores). 16-bit operands: cublasGemmEx with fp32 accumulation, or, for a
- * batch-1 GEMM with a bias or residual to fuse, cuBLASLt with them in its
- * epilogue (libcublasLt loaded beside cuBLAS; MVRT_CUDA_CUBLASLT=0: never). */
+ * cores). */
 #ifndef MVRT_BACKENDS_CUDA_BLAS_H
 #define MVRT_BACKENDS_CUDA_BLAS_H
 
@@ -35,9 +33,6 @@ void mvrt_cuda_blas_destroy(void *blas);
 /* 1 when this handle's fp32 GEMMs go to the 3xTF32 kernels (then the
  * backend also runs fp32 convs as 3xTF32 implicit GEMMs). */
 int mvrt_cuda_blas_uses_3xtf32(const void *blas);
-/* 1 when this handle fuses the bias and residual of batch-1 16-bit
- * GEMMs through cuBLASLt (mv_gpu_launch.h: epi_bias / epi_r). */
-int mvrt_cuda_blas_fuses_epilogue16(const void *blas);
 /* The mvrt_gpu_gemm_fn hook. Thread-safe. */
 int mvrt_cuda_blas_gemm(void *blas, cudaStream_t s, const mvrt_gpu_gemm_t *g, char *msg, size_t msg_n);
 

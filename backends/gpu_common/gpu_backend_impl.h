@@ -450,7 +450,7 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
         const size_t used = strlen(info.features);
         snprintf(info.features + used, sizeof info.features - used,
                  " code=sm_%d tensor-cores=%s clusters=%s dependent-launch=%s fp32-gemm=%s conv=%s"
-                 " 16bit-attention=%s 16bit-weights=%s 16bit-epilogue=%s math=%s smem-per-block=%zu",
+                 " 16bit-attention=%s 16bit-weights=%s math=%s smem-per-block=%zu",
                  d->code_arch,
                  d->opctx.mma16 ? (d->opctx.mma_tf32x3 ? "bf16,fp16,tf32" : "bf16,fp16")
                  : d->opctx.mma_f16 ? "fp16"
@@ -462,12 +462,6 @@ static mvrt_status_t mvrt_gpu_device_info(void *device, mvrt_device_info_t *out)
                                                                  : "implicit",
                  d->opctx.mma16 || d->opctx.mma_f16 ? "io16" : "simt",
                  d->opctx.gemm ? "once" : "fp32",
-                 /* where a 16-bit linear's bias / residual are added:
-                  * the Hopper GEMMs (a wave of tiles or more), cuBLASLt's
-                  * epilogue (batch-1 GEMMs below that), else a pass */
-                 !d->opctx.blas ? "pass"
-                 : d->opctx.gemm16 ? (mvrt_cuda_blas_fuses_epilogue16(d->opctx.blas) ? "sm90,cublaslt" : "sm90")
-                 : mvrt_cuda_blas_fuses_epilogue16(d->opctx.blas) ? "cublaslt" : "pass",
                  /* graph math modes: bf16 and TF32 need sm_80+ tensor cores
                   * (mvrt_graph_create refuses bf16 without them; fast math
                   * then runs in fp32); fp16 ones exist on every build target */

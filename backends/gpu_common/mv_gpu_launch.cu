@@ -270,18 +270,8 @@ int run_linear16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratc
     v.math = p.math;
     v.ab16 = t16;
     v.y16 = p.y16;
-    /* at batch 1 the bias and residual may go into the vendor GEMM's
-     * epilogue (cuBLASLt; its GELU is the tanh form, so an activation
-     * keeps the pass below); R has Y's row stride (linear_gemm_args) */
-    if (f.batch == 1 && f.act == MVRT_ACT_NONE && (f.bias || f.R) && !(f.bias && f.bias_per_row) &&
-        (!f.R || f.ldr == f.ldy)) {
-        v.epi_bias = f.bias;
-        v.epi_r = f.R;
-        v.epi_act = MVRT_ACT_NONE;
-    }
     const int rc = ctx->gemm(ctx->blas, s, &v, msg, msg_n);
     if (rc == MVRT_GPU_GEMM_DECLINED) return -1;
-    if (rc == MVRT_GPU_GEMM_FUSED) return MVRT_GPU_OP_OK;
     if (rc != MVRT_GPU_GEMM_OK) return MVRT_GPU_OP_BLAS;
     f.y16 = p.y16;
     e = launch_epilogue(f, s);

@@ -31,18 +31,13 @@ typedef struct mvrt_gpu_gemm {
      * A and B hold as uint16 bits instead of floats */
     int ab16;
     int y16;    /* 0 (Y fp32), or ab16's type: Y holds 16-bit bits (with ab16 only) */
-    /* An epilogue the hook may fuse, set only at batch 1: with fp32
-     * operands, beta 0, or beta 1 with epi_bias and no activation; with
-     * 16-bit operands (ab16), no activation and epi_bias and / or epi_r:
-     * Y = epi_act(op(A) op(B) + epi_bias[col]) + epi_r (+ Y with beta 1).
-     * A hook that applies it returns MVRT_GPU_GEMM_FUSED; one that returns
-     * MVRT_GPU_GEMM_OK left Y = op(A) op(B) (+ beta Y) and the caller
-     * applies them. */
+    /* An epilogue the hook may fuse (set only with batch 1 and fp32, and
+     * beta 0, or beta 1 with epi_bias and no activation):
+     * Y = epi_act(op(A) op(B) + epi_bias[col]) (+ Y with beta 1). A hook that applies it
+     * returns MVRT_GPU_GEMM_FUSED; one that returns MVRT_GPU_GEMM_OK left Y
+     * = op(A) op(B) and the caller applies them. */
     const float *epi_bias; /* per column (N entries) or NULL */
     int epi_act;           /* mvrt_activation_t */
-    /* NULL, or a residual (M, N) of Y's type with Y's row stride, not Y
-     * itself (then beta is 0) */
-    const void *epi_r;
 } mvrt_gpu_gemm_t;
 
 /* A vendor BLAS GEMM behind a hook (the CUDA backend's cuBLAS,

@@ -1768,6 +1768,23 @@ static const ccase_t conv_cases[] = {
     {"conv2d_cluster_nopad_b4_res",        4,  40,  12,  10,  20, 3, 1, 0, 0, 1, NONE, 0, 0},
 };
 
+/* Batch-1 16-bit linears with a bias and / or a residual, below the
+ * Hopper kernels' wave of tiles (cuBLAS + the epilogue pass everywhere):
+ * MambaVision-B's batch-1 shapes (stage 3: 196 tokens of 512 channels;
+ * stage 4: 49 of 1024): qkv (bias, 16-bit out), proj onto a separate
+ * residual, fc2 onto the stream in place, a residual without a bias, a
+ * float Y with a bias, and odd padded strides (2-byte aligned rows). */
+static void run_linear_batch1_16_cases(void)
+{
+    case_linear_storage("linear_b1_16_qkv", 1, 196, 1536, 512, 0, 3, 1, 1, NONE, BF16, 0);
+    case_linear_storage_res("linear_b1_16_proj_sep", 1, 196, 512, 512, 0, 3, 1, 1, NONE, BF16, 0, RES_SEPARATE);
+    case_linear_storage_res("linear_b1_16_fc2_inplace_s4", 1, 49, 1024, 4096, 0, 3, 1, 1, NONE, BF16, 0, RES_INPLACE);
+    case_linear_storage_res("linear_b1_16_res_nobias_sep", 1, 49, 1024, 1024, 0, 3, 1, 0, NONE, BF16, 0, RES_SEPARATE);
+    case_linear_storage("linear_b1_16_float_y_bias", 1, 196, 640, 320, 0, 3, 0, 1, NONE, BF16, 0);
+    case_linear_storage_res("linear_b1_16_pad_odd_sep", 1, 37, 75, 130, 0, 1, 1, 1, NONE, BF16, 3, RES_SEPARATE);
+    case_linear_storage("linear_b1_16_pad_odd_bias", 1, 50, 33, 72, 0, 3, 1, 1, NONE, BF16, 5);
+}
+
 /* The linear's 16-bit storage forms (g_t16). */
 static void run_linear_storage_cases(void)
 {
@@ -1824,39 +1841,7 @@ static void run_linear_storage_cases(void)
     case_linear_smallkb("linear_smallkb_dtproj_T_s4_fp32", 80, 320, 49, 40, 0, FP32, 0, NONE);
     case_linear_smallkb("linear_smallkb_pad_K64_gelu_fast", 30, 301, 130, 64, 0, FAST, 3, GELU);
     case_linear_smallkb("linear_smallkb_K1_N256_a16", 20, 250, 256, 1, 1, BF16, 0, SILU);
-}
-
-/* Batch-1 16-bit linears with a bias and / or a residual, below the
- * Hopper kernels' wave of tiles: on CUDA one cuBLASLt GEMM with both in
- * its epilogue (where libcublasLt loads), else GemmEx + the epilogue pass
- * (MVRT_CUDA_CUBLASLT=0). MambaVision-B's batch-1 shapes (stage 3: 196
- * tokens of 512 channels; stage 4: 49 of 1024): qkv (bias, 16-bit out),
- * proj onto a separate residual, fc2 onto the stream in place, a float Y
- * with a bias, and odd padded strides (2-byte aligned rows). */
-static void run_linear_fused16_cases(void)
-{
-    case_linear_storage("linear_f16e_qkv_b1", 1, 196, 1536, 512, 0, 3, 1, 1, NONE, BF16, 0);
-    case_linear_storage_res("linear_f16e_proj_sep_b1", 1, 196, 512, 512, 0, 3, 1, 1, NONE, BF16, 0, RES_SEPARATE);
-    case_linear_storage_res("linear_f16e_fc2_inplace_s4", 1, 49, 1024, 4096, 0, 3, 1, 1, NONE, BF16, 0, RES_INPLACE);
-    case_linear_storage_res("linear_f16e_res_nobias_sep", 1, 49, 1024, 1024, 0, 3, 1, 0, NONE, BF16, 0, RES_SEPARATE);
-    case_linear_storage("linear_f16e_float_y_bias", 1, 196, 640, 320, 0, 3, 0, 1, NONE, BF16, 0);
-    case_linear_storage_res("linear_f16e_pad_odd_sep", 1, 37, 75, 130, 0, 1, 1, 1, NONE, BF16, 3, RES_SEPARATE);
-    case_linear_storage("linear_f16e_pad_odd_bias", 1, 50, 33, 72, 0, 3, 1, 1, NONE, BF16, 5);
-}
-
-/* 1 when the device's features say a 16-bit linear's epilogue may run in
- * cuBLASLt ("16bit-epilogue=" holding "cublaslt"), 0 when not, -1 when
- * the device has no such feature. */
-static int features_cublaslt(void)
-{
-    mvrt_device_info_t info;
-    if (vt->device_info(dev, &info) != MVRT_OK) return -1;
-    const char *e = strstr(info.features, "16bit-epilogue=");
-    if (!e) return -1;
-    char value[64];
-    snprintf(value, sizeof value, "%s", e + strlen("16bit-epilogue="));
-    value[strcspn(value, " ")] = 0;
-    return strstr(value, "cublaslt") != NULL;
+    run_linear_batch1_16_cases();
 }
 
 static void run_gemm_cases(void)
@@ -2133,25 +2118,6 @@ int main(int argc, char **argv)
                     strstr(info.features, "conv=implicit") ? NHWC16_CONV_CASES : NHWC16_SMALLK_CASES);
         check_taken("16-bit fp16 attention", run_attention_io16_cases(), att16_f16);
         g_t16 = MVRT_STORAGE16_BF16;
-        /* batch-1 16-bit linears: cuBLASLt's epilogue wherever cuBLAS
-         * loaded (unless the environment pins a GEMM path), then without
-         * it; each in bf16 and fp16 */
-        if (reopen_device("epilogue16") != 0) return 1;
-        const int lt_pinned = getenv("MVRT_CUDA_CUBLASLT") || getenv("MVRT_CUDA_GEMM");
-        const int vendor = cuda && strstr(info.features, "fp32-gemm=builtin") == NULL;
-        check_taken("cuBLASLt-epilogue device", features_cublaslt() == 1, lt_pinned ? -1 : vendor);
-        run_linear_fused16_cases();
-        g_t16 = MVRT_STORAGE16_F16;
-        run_linear_fused16_cases();
-        g_t16 = MVRT_STORAGE16_BF16;
-        setenv("MVRT_CUDA_CUBLASLT", "0", 1);
-        if (reopen_device("cublaslt0") != 0) return 1;
-        check_taken("cuBLASLt-epilogue device", features_cublaslt() == 1, 0);
-        run_linear_fused16_cases();
-        g_t16 = MVRT_STORAGE16_F16;
-        run_linear_fused16_cases();
-        g_t16 = MVRT_STORAGE16_BF16;
-        unsetenv("MVRT_CUDA_CUBLASLT");
         setenv("MVRT_CUDA_LN_FOLD", "0", 1);
         if (reopen_device("lnfold0") != 0) return 1;
         check_taken("folded-LayerNorm", run_linear_ln_cases(), 0);
