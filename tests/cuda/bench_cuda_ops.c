@@ -4,7 +4,9 @@
  * runs timed with device events; prints time and the achieved rate (GFLOP/s
  * for GEMM-like ops, GB/s of the minimal traffic for the others).
  * <prefix>GEMM=builtin in the environment times our own GEMM kernel.
- * usage: bench_cuda_ops PLUGIN_PATH */
+ * "batch1": only the batch-1 16-bit linears of MambaVision-B, each replayed
+ * in a CUDA graph (the graph runner's cost), bf16 beside fp16.
+ * usage: bench_cuda_ops PLUGIN_PATH [batch1] */
 #include "cuda_test_util.h"
 
 static const mvrt_plugin_vtable_t *vt;
@@ -60,11 +62,124 @@ static void bench(const char *name, const mvrt_op_params_t *p, double flops, dou
     if (scratch) vt->mem_free(dev, scratch);
 }
 
+/* Microseconds per launch of p in a captured graph of `reps` launches:
+ * what a replayed forward pays for the op, without the host's launch
+ * cost (the median of 11 replays; one run outside the capture first, so
+ * that vendor libraries plan there). */
+static double graph_us(const mvrt_op_params_t *p, int reps)
+{
+    size_t sb = 0;
+    TU_CHECK(vt->op_scratch_size(dev, p, &sb));
+    void *scratch = NULL, *g = NULL, *e0, *e1;
+    if (sb) TU_CHECK(vt->mem_alloc(dev, sb, &scratch));
+    TU_CHECK(vt->op_run(dev, stream, p, scratch));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    TU_CHECK(vt->graph_capture_begin(dev, stream));
+    for (int i = 0; i < reps; i++) TU_CHECK(vt->op_run(dev, stream, p, scratch));
+    TU_CHECK(vt->graph_capture_end(dev, stream, &g));
+    TU_CHECK(vt->event_create(dev, &e0));
+    TU_CHECK(vt->event_create(dev, &e1));
+    for (int i = 0; i < 3; i++) TU_CHECK(vt->graph_launch(dev, g, stream));
+    float t[11];
+    for (int i = 0; i < 11; i++) {
+        TU_CHECK(vt->event_record(dev, e0, stream));
+        TU_CHECK(vt->graph_launch(dev, g, stream));
+        TU_CHECK(vt->event_record(dev, e1, stream));
+        TU_CHECK(vt->event_synchronize(dev, e1));
+        TU_CHECK(vt->event_elapsed_ms(dev, e0, e1, &t[i]));
+    }
+    qsort(t, 11, sizeof t[0], cmpf);
+    vt->event_destroy(dev, e0);
+    vt->event_destroy(dev, e1);
+    vt->graph_destroy(dev, g);
+    if (scratch) vt->mem_free(dev, scratch);
+    return t[5] * 1e3 / reps;
+}
+
+/* MambaVision-B's batch-1 linears as its 16-bit graph runs them (16-bit
+ * A, weight and Y; fp32 bias; the residual stream 16-bit), bf16 and fp16,
+ * in graphs of 20 launches. The roofline of each is the larger of its
+ * products at 790 TFLOP/s and its bytes (weight, A, Y, residual) at 4.3
+ * TB/s: the bf16 matrix product and the device-to-device copy measured on
+ * an H200 (KINDS.md of the device library, 2026-11-04). */
+static void bench_batch1_linears(void)
+{
+    enum { NONE_R = 0, INPLACE_R = 1, SEPARATE_R = 2 };
+    static const struct {
+        const char *what;
+        int64_t M, N, K;
+        int bias, act, res, count; /* count: instances in one forward */
+    } rows[] = {
+        {"s3 in_proj", 196, 512, 512, 0, MVRT_ACT_NONE, NONE_R, 5},
+        {"s3 Y += A W^T (out_proj GEMM)", 196, 512, 512, 0, MVRT_ACT_NONE, INPLACE_R, 5},
+        {"s3 qkv +bias", 196, 1536, 512, 1, MVRT_ACT_NONE, NONE_R, 5},
+        {"s3 proj +bias +R", 196, 512, 512, 1, MVRT_ACT_NONE, INPLACE_R, 5},
+        {"s3 fc1 +bias +GELU", 196, 2048, 512, 1, MVRT_ACT_GELU_ERF, NONE_R, 10},
+        {"s3 fc2 +bias +R", 196, 512, 2048, 1, MVRT_ACT_NONE, INPLACE_R, 10},
+        {"s4 in_proj", 49, 1024, 1024, 0, MVRT_ACT_NONE, NONE_R, 3},
+        {"s4 Y += A W^T (out_proj GEMM)", 49, 1024, 1024, 0, MVRT_ACT_NONE, INPLACE_R, 3},
+        {"s4 qkv +bias", 49, 3072, 1024, 1, MVRT_ACT_NONE, NONE_R, 2},
+        {"s4 proj +bias +R", 49, 1024, 1024, 1, MVRT_ACT_NONE, INPLACE_R, 2},
+        {"s4 fc1 +bias +GELU", 49, 4096, 1024, 1, MVRT_ACT_GELU_ERF, NONE_R, 5},
+        {"s4 fc2 +bias +R", 49, 1024, 4096, 1, MVRT_ACT_NONE, INPLACE_R, 5},
+        {"s4 proj onto a separate R", 49, 1024, 1024, 1, MVRT_ACT_NONE, SEPARATE_R, 0},
+    };
+    const int t16[2] = {MVRT_STORAGE16_BF16, MVRT_STORAGE16_F16};
+    printf("MambaVision-B batch-1 16-bit linears, us per launch in a graph of 20 (x count per forward)\n");
+    printf("%-32s %-16s %9s %9s %8s %9s %9s %8s\n", "linear", "M x N x K", "bf16 us", "fp16 us", "bf16/fp16",
+           "roof us", "bf16 TF/s", "count");
+    double total[2] = {0, 0};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        const int64_t M = rows[r].M, N = rows[r].N, K = rows[r].K;
+        /* float buffers hold twice the 16-bit values a 16-bit view needs */
+        float *a = dalloc_rand(M * K), *w = dalloc_rand(N * K), *y = dalloc_rand(M * N), *rr = dalloc_rand(M * N);
+        float *bias = dalloc_rand(N);
+        double us[2];
+        for (int d = 0; d < 2; d++) {
+            mvrt_op_params_t p;
+            memset(&p, 0, sizeof p);
+            p.kind = MVRT_OP_LINEAR;
+            mvrt_linear_params_t *l = &p.u.linear;
+            l->batch = 1, l->M = M, l->N = N, l->K = K;
+            l->A = a, l->lda = K, l->a16 = t16[d];
+            l->B = w, l->ldb = K, l->trans_b = 1, l->b16 = t16[d], l->b_constant = 1;
+            l->Y = y, l->ldy = N, l->y16 = t16[d];
+            l->bias = rows[r].bias ? bias : NULL;
+            l->activation = rows[r].act;
+            l->beta = rows[r].res ? 1.f : 0.f;
+            l->residual = rows[r].res == SEPARATE_R ? rr : NULL;
+            l->math = t16[d] == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16 : MVRT_MATH_BF16;
+            us[d] = graph_us(&p, 20);
+            total[d] += us[d] * rows[r].count;
+        }
+        const double flops = 2.0 * M * N * K;
+        const double bytes = 2.0 * (N * K + M * K + M * N * (rows[r].res ? 2 : 1)) + (rows[r].bias ? 4.0 * N : 0);
+        const double roof_us = fmax(flops / 790e12, bytes / 4.3e12) * 1e6;
+        char shape[32];
+        snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+        printf("%-32s %-16s %9.2f %9.2f %8.3f %9.2f %9.1f %8d\n", rows[r].what, shape, us[0], us[1], us[0] / us[1],
+               roof_us, flops / us[0] * 1e-6, rows[r].count);
+        vt->mem_free(dev, a), vt->mem_free(dev, w), vt->mem_free(dev, y), vt->mem_free(dev, rr);
+        vt->mem_free(dev, bias);
+    }
+    printf("per forward (count x us): bf16 %.1f us, fp16 %.1f us, bf16 - fp16 %.1f us\n", total[0], total[1],
+           total[0] - total[1]);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN [batch1]\n", argv[0]); return 2; }
     vt = tu_open_plugin(argv[1], &dev);
     stream = vt->default_stream(dev);
+    if (argc > 2 && strcmp(argv[2], "batch1") == 0) {
+        if (!vt->graph_capture_begin || !vt->op_run) {
+            fprintf(stderr, "the plugin has no graph capture or ops\n");
+            return 1;
+        }
+        bench_batch1_linears();
+        vt->device_close(dev);
+        return 0;
+    }
     const int64_t B = 256, L = 196, C = 320, T = B * L;
     mvrt_op_params_t p;
 
