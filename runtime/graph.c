@@ -1798,6 +1798,95 @@ mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *stream, mvr
     return MVRT_OK;
 }
 
+/* Captures `repeats` runs of node n on stream s into a graph of its own,
+ * replays it once, then three times with events e0 / e1 around each, and
+ * sets *ms to the fastest replay's time divided by `repeats`. */
+static mvrt_status_t time_node_replayed(mvrt_graph_t *graph, void *s, const gnode_t *n, void *scratch, int repeats,
+                                        void *e0, void *e1, float *ms)
+{
+    mvrt_backend_t *be = graph->backend;
+    const struct mvrt_plugin_vtable *vt = be->vt;
+    mvrt_status_t st = vt->graph_capture_begin(be->device, s);
+    if (st != MVRT_OK)
+        return st;
+    mvrt_status_t run_st = MVRT_OK;
+    for (int r = 0; r < repeats && run_st == MVRT_OK; r++)
+        run_st = run_node(graph, s, n, scratch);
+    void *exec = NULL;
+    /* end the capture even after a failed op, so the stream is usable */
+    const mvrt_status_t end_st = vt->graph_capture_end(be->device, s, &exec);
+    if (run_st != MVRT_OK || end_st != MVRT_OK) {
+        if (exec)
+            vt->graph_destroy(be->device, exec);
+        /* the backend's capture_end names what failed */
+        return run_st != MVRT_OK ? run_st : end_st;
+    }
+    st = vt->graph_launch(be->device, exec, s);
+    float best = -1.f;
+    for (int k = 0; k < 3 && st == MVRT_OK; k++) {
+        float t = 0.f;
+        st = vt->event_record(be->device, e0, s);
+        if (st == MVRT_OK)
+            st = vt->graph_launch(be->device, exec, s);
+        if (st == MVRT_OK)
+            st = vt->event_record(be->device, e1, s);
+        if (st == MVRT_OK)
+            st = vt->event_synchronize(be->device, e1);
+        if (st == MVRT_OK)
+            st = vt->event_elapsed_ms(be->device, e0, e1, &t);
+        if (st == MVRT_OK && (best < 0.f || t < best))
+            best = t;
+    }
+    vt->graph_destroy(be->device, exec);
+    *ms = best / (float)repeats;
+    return st;
+}
+
+mvrt_status_t mvrt_graph_profile_replayed(mvrt_graph_t *graph, mvrt_stream_t *stream, int repeats,
+                                          mvrt_graph_op_profile_t *out_ops, size_t capacity, size_t *out_count)
+{
+    static const char fn[] = "mvrt_graph_profile_replayed";
+    if (!graph || !out_count)
+        return mvrt_error_set(INVALID, "%s: %s is NULL", fn, !graph ? "graph" : "out_count");
+    if (capacity && !out_ops)
+        return mvrt_error_set(INVALID, "%s: out_ops is NULL with capacity %zu", fn, capacity);
+    if (repeats < 1 || repeats > 1000)
+        return mvrt_error_set(INVALID, "%s: repeats is %d, not in 1..1000", fn, repeats);
+    mvrt_backend_t *be = graph->backend;
+    if (stream && stream->backend != be)
+        return mvrt_error_set(INVALID, "%s: stream is on backend %s, the graph on %s", fn, stream->backend->name,
+                              be->name);
+    const struct mvrt_plugin_vtable *vt = be->vt;
+    if (!vt->graph_capture_begin || !vt->graph_capture_end || !vt->graph_launch || !vt->graph_destroy)
+        return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: backend %s has no graph capture (mvrt_graph_profile times "
+                              "ops there)", fn, be->name);
+    if (!vt->event_create || !vt->event_record || !vt->event_elapsed_ms || !vt->event_synchronize)
+        return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: backend %s has no timing events", fn, be->name);
+    void *s = mvrt_stream_handle_for(be, stream);
+    void *scratch = graph->scratch_bytes ? (char *)mvrt_buffer_data(graph->workspace) + graph->scratch_offset : NULL;
+    void *e0 = NULL, *e1 = NULL;
+    mvrt_status_t st = vt->event_create(be->device, &e0);
+    if (st == MVRT_OK)
+        st = vt->event_create(be->device, &e1);
+    const size_t n = graph->count;
+    for (size_t i = 0; i < n && st == MVRT_OK; i++) {
+        float ms = 0.f;
+        st = time_node_replayed(graph, s, &graph->nodes[i], scratch, repeats, e0, e1, &ms);
+        if (st == MVRT_OK && i < capacity) {
+            describe_node(&graph->nodes[i], &out_ops[i]);
+            out_ops[i].ms = ms;
+        }
+    }
+    if (e1)
+        vt->event_destroy(be->device, e1);
+    if (e0)
+        vt->event_destroy(be->device, e0);
+    if (st != MVRT_OK)
+        return st;
+    *out_count = n;
+    return MVRT_OK;
+}
+
 mvrt_status_t mvrt_graph_get_stats(const mvrt_graph_t *graph, mvrt_graph_stats_t *out_stats)
 {
     if (!graph || !out_stats)

@@ -194,6 +194,22 @@ MVRT_API mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *st
                                           mvrt_graph_op_profile_t *out_ops, size_t capacity,
                                           size_t *out_count);
 
+/* Times each op of the graph alone, as a replayed graph runs it: op i is
+ * captured `repeats` times (1 to 1000) into a graph of its own, after ops
+ * 0 .. i-1 have run (so its inputs hold their usual values), replayed
+ * once to warm up and then three times; its record's ms is the fastest
+ * replay divided by `repeats`: the op's cost inside a replay, without the
+ * host's launch gap (at batch 1 that gap is most of mvrt_graph_profile's
+ * figure). Records, capacity and *out_count as in mvrt_graph_profile.
+ * Blocking; for diagnosis. Needs a backend with graph capture (CUDA,
+ * HIP); elsewhere MVRT_ERR_UNSUPPORTED and nothing runs. Ops that add onto
+ * their output (residuals) run repeatedly, so afterwards the graph's
+ * workspace and output hold no meaningful values until the next
+ * mvrt_graph_run, which computes them from its input as usual. */
+MVRT_API mvrt_status_t mvrt_graph_profile_replayed(mvrt_graph_t *graph, mvrt_stream_t *stream, int repeats,
+                                                   mvrt_graph_op_profile_t *out_ops, size_t capacity,
+                                                   size_t *out_count);
+
 #ifdef __cplusplus
 }
 #endif

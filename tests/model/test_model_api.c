@@ -485,6 +485,33 @@ static void test_network_graphs(mvrt_backend_t *be)
         CHECK_ERR(mvrt_graph_profile(g3, s, NULL, 4, &count), MVRT_ERR_INVALID_ARGUMENT, "out_ops");
         CHECK_ERR(mvrt_graph_profile(g3, s, prof, cap, NULL), MVRT_ERR_INVALID_ARGUMENT, "out_count");
         CHECK_ERR(mvrt_graph_profile(NULL, s, prof, cap, &count), MVRT_ERR_INVALID_ARGUMENT, "graph");
+        /* Each op alone in a graph of its own: where runs replay a
+         * captured graph, one record per op with the op-by-op profile's
+         * names, shapes and FLOPs and a positive time, and the next run's
+         * output is a normal run's; elsewhere UNSUPPORTED */
+        mvrt_graph_op_profile_t *rp = calloc(cap, sizeof *rp);
+        count = 0;
+        const mvrt_status_t rst = mvrt_graph_profile_replayed(g3, s, 3, rp, cap, &count);
+        if (gs.captured) {
+            CHECK_OK(rst);
+            CHECK(count == cap);
+            int same = 1;
+            for (size_t i = 0; i < count && i < cap; i++)
+                same &= strcmp(rp[i].op, prof[i].op) == 0 && strcmp(rp[i].shape, prof[i].shape) == 0 &&
+                        rp[i].flops == prof[i].flops && rp[i].ms > 0 && isfinite(rp[i].ms);
+            CHECK(same);
+            memset(b, 0, (size_t)nout * 4);
+            CHECK_OK(run_host(g3, s, in, b));
+            CHECK(memcmp(a, b, (size_t)nout * 4) == 0);
+        } else {
+            CHECK(rst == MVRT_ERR_UNSUPPORTED && strstr(mvrt_last_error(), "graph capture") != NULL);
+        }
+        CHECK_ERR(mvrt_graph_profile_replayed(g3, s, 0, rp, cap, &count), MVRT_ERR_INVALID_ARGUMENT, "repeats");
+        CHECK_ERR(mvrt_graph_profile_replayed(g3, s, 1001, rp, cap, &count), MVRT_ERR_INVALID_ARGUMENT, "repeats");
+        CHECK_ERR(mvrt_graph_profile_replayed(g3, s, 3, NULL, 4, &count), MVRT_ERR_INVALID_ARGUMENT, "out_ops");
+        CHECK_ERR(mvrt_graph_profile_replayed(g3, s, 3, rp, cap, NULL), MVRT_ERR_INVALID_ARGUMENT, "out_count");
+        CHECK_ERR(mvrt_graph_profile_replayed(NULL, s, 3, rp, cap, &count), MVRT_ERR_INVALID_ARGUMENT, "graph");
+        free(rp);
         free(prof);
     }
     free(in), free(a), free(b), free(one), free(c1), free(c2);
