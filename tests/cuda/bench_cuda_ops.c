@@ -253,7 +253,7 @@ int main(int argc, char **argv)
     /* dwconv1d on the mixer's x half: token-major (B, 196, 320) cols [0,160) -> (B, 160, 196) */
     memset(&p, 0, sizeof p);
     p.kind = MVRT_OP_DWCONV1D_SILU;
-    p.u.dwconv1d = (mvrt_dwconv1d_params_t){B, C / 2, L, 3, x, {L * C, 1, C}, h, {C / 2 * L, L, 1}, w1, 0, NULL, {0, 0, 0}, NULL};
+    p.u.dwconv1d = (mvrt_dwconv1d_params_t){B, C / 2, L, 3, x, {L * C, 1, C}, h, {C / 2 * L, L, 1}, w1, 0, NULL, {0, 0, 0}, NULL, 0, NULL, 0};
     bench("dwconv1d+silu b256 C160 L196 transpose", &p, 0, 2.0 * B * C / 2 * L * 4);
 
     /* window partition / reverse (B, 320, 14, 14), ws 14 */
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
             memset(&p, 0, sizeof p);
             p.kind = MVRT_OP_DWCONV1D_SILU;
             p.u.dwconv1d = (mvrt_dwconv1d_params_t){B, Cb, Lb, 3, xz, {Lb * Cb, 1, Cb}, mx, {hb * Lb, Lb, 1}, wx,
-                                                    hb, yz + hb * Lb, {Cb * Lb, Lb, 1}, wz};
+                                                    hb, yz + hb * Lb, {Cb * Lb, Lb, 1}, wz, 0, NULL, 0};
             snprintf(name, sizeof name, "dwconv1d+silu two-part b256 C%lld L%lld", (long long)Cb, (long long)Lb);
             bench(name, &p, 0, 2.0 * Mb * Cb * 4);
             /* the 16-bit graph's form: 16-bit xz in, a 16-bit copy of u out
