@@ -209,17 +209,24 @@ static void print_profile(mvrt_mr_t *mr)
         total += ops[i].ms;
     printf("    op-by-op run: %.3f ms over %zu ops (launch gaps included)\n", total, n);
     const int repeats = 20;
-    const mvrt_status_t rst = mvrt_graph_profile_replayed(mr->graph[0], mr->stream[0], repeats, ops, n, &n);
-    if (rst == MVRT_OK) {
+    mvrt_graph_op_profile_t *replayed = calloc(n ? n : 1, sizeof *replayed);
+    size_t rn = 0;
+    const mvrt_status_t rst =
+        replayed ? mvrt_graph_profile_replayed(mr->graph[0], mr->stream[0], repeats, replayed, n, &rn)
+                 : MVRT_ERR_OUT_OF_MEMORY;
+    if (rst == MVRT_OK && rn == n) {
+        free(ops);
+        ops = replayed;
         total = 0;
         for (size_t i = 0; i < n; i++)
             total += ops[i].ms;
         printf("    each op alone, replayed in a graph of %d: %.3f ms over %zu ops (the breakdown below)\n", repeats,
                total, n);
-    } else if (rst != MVRT_ERR_UNSUPPORTED) {
-        printf("    replayed profile: %s\n", mvrt_last_error());
-        free(ops);
-        return;
+    } else {
+        if (rst != MVRT_ERR_UNSUPPORTED)
+            printf("    replayed profile: %s (the breakdown below is op by op)\n",
+                   replayed ? mvrt_last_error() : "out of memory");
+        free(replayed);
     }
     char seen[32][16];
     int kinds = 0;

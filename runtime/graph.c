@@ -1862,6 +1862,9 @@ mvrt_status_t mvrt_graph_profile_replayed(mvrt_graph_t *graph, mvrt_stream_t *st
                               "ops there)", fn, be->name);
     if (!vt->event_create || !vt->event_record || !vt->event_elapsed_ms || !vt->event_synchronize)
         return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: backend %s has no timing events", fn, be->name);
+    if (graph->capture_failed)
+        return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: this graph's ops could not be captured (it runs op by op)",
+                              fn);
     void *s = mvrt_stream_handle_for(be, stream);
     void *scratch = graph->scratch_bytes ? (char *)mvrt_buffer_data(graph->workspace) + graph->scratch_offset : NULL;
     void *e0 = NULL, *e1 = NULL;

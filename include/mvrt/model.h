@@ -202,7 +202,8 @@ MVRT_API mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *st
  * host's launch gap (at batch 1 that gap is most of mvrt_graph_profile's
  * figure). Records, capacity and *out_count as in mvrt_graph_profile.
  * Blocking; for diagnosis. Needs a backend with graph capture (CUDA,
- * HIP); elsewhere MVRT_ERR_UNSUPPORTED and nothing runs. Ops that add onto
+ * HIP) and a graph whose runs could be captured; elsewhere
+ * MVRT_ERR_UNSUPPORTED and nothing runs. Ops that add onto
  * their output (residuals) run repeatedly, so afterwards the graph's
  * workspace and output hold no meaningful values until the next
  * mvrt_graph_run, which computes them from its input as usual. */
