@@ -7,12 +7,14 @@
 #   LEASE_SPECS  default-mode / eager / CUDA-graph runs, compiled beside ctest
 #   LEASE_LAST   max-autotune runs after mvrt's second rows, while the job is younger than T_AUTO_BEFORE s
 #   LEASE_ROWS   mvrt bench model --only text of the second rows
+#   (FIRST, SPECS, LAST: "none" for no runs; unset or empty, session 58's)
 #   LEASE_AFTER  a command line run after the first rows with the GPU alone (e.g. the same rows
 #                under a test switch, or --profile), its output in $D/after.log; B is the build dir
 FIRST=${LEASE_FIRST:-"B 256 autotune-bf16"}
 SPECS=${LEASE_SPECS:-"L 256 compile-bf16;L 256 eager-bf16;T 256 compile-bf16;T 256 eager-bf16;B 256 compile-bf16;B 256 eager-bf16;T 1 graphs-bf16;B 1 graphs-bf16;L 1 graphs-bf16;T 256 eager-fp32;S 256 compile-bf16;L2 256 compile-bf16"}
 LAST=${LEASE_LAST:-"T 256 autotune-bf16"}
 ROWS=${LEASE_ROWS:-", bf16"}
+[ "$FIRST" = none ] && FIRST=""; [ "$SPECS" = none ] && SPECS=""; [ "$LAST" = none ] && LAST=""
 D=/tmp/d; export B=build-dev; L=$D/gpu.lock; T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
 el() { echo $(( $(date +%s) - T0 )); }
