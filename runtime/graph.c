@@ -1566,9 +1566,15 @@ static mvrt_status_t check_io(const mvrt_graph_t *g, const char *what, const mvr
 
 static mvrt_status_t run_node(mvrt_graph_t *g, void *stream, const gnode_t *n, void *scratch);
 
+/* The ops' scratch: the workspace's tail, or NULL where no op needs any. */
+static void *graph_scratch(const mvrt_graph_t *g)
+{
+    return g->scratch_bytes ? (char *)mvrt_buffer_data(g->workspace) + g->scratch_offset : NULL;
+}
+
 static mvrt_status_t run_nodes(mvrt_graph_t *g, void *stream)
 {
-    void *scratch = g->scratch_bytes ? (char *)mvrt_buffer_data(g->workspace) + g->scratch_offset : NULL;
+    void *scratch = graph_scratch(g);
     for (size_t i = 0; i < g->count; i++) {
         mvrt_status_t st = run_node(g, stream, &g->nodes[i], scratch);
         if (st)
@@ -1748,22 +1754,33 @@ static mvrt_status_t run_node(mvrt_graph_t *g, void *stream, const gnode_t *n, v
     return be->vt->copy_d2d(be->device, stream, n->dst, n->src, n->bytes);
 }
 
-mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *stream, mvrt_graph_op_profile_t *out_ops,
-                                 size_t capacity, size_t *out_count)
+/* The arguments both profiles take (their contracts: include/mvrt/model.h). */
+static mvrt_status_t check_profile_args(const char *fn, const mvrt_graph_t *graph, const mvrt_stream_t *stream,
+                                        const mvrt_graph_op_profile_t *out_ops, size_t capacity,
+                                        const size_t *out_count)
 {
-    static const char fn[] = "mvrt_graph_profile";
     if (!graph || !out_count)
         return mvrt_error_set(INVALID, "%s: %s is NULL", fn, !graph ? "graph" : "out_count");
     if (capacity && !out_ops)
         return mvrt_error_set(INVALID, "%s: out_ops is NULL with capacity %zu", fn, capacity);
-    mvrt_backend_t *be = graph->backend;
-    if (stream && stream->backend != be)
+    if (stream && stream->backend != graph->backend)
         return mvrt_error_set(INVALID, "%s: stream is on backend %s, the graph on %s", fn, stream->backend->name,
-                              be->name);
+                              graph->backend->name);
+    return MVRT_OK;
+}
+
+mvrt_status_t mvrt_graph_profile(mvrt_graph_t *graph, mvrt_stream_t *stream, mvrt_graph_op_profile_t *out_ops,
+                                 size_t capacity, size_t *out_count)
+{
+    static const char fn[] = "mvrt_graph_profile";
+    mvrt_status_t ast = check_profile_args(fn, graph, stream, out_ops, capacity, out_count);
+    if (ast != MVRT_OK)
+        return ast;
+    mvrt_backend_t *be = graph->backend;
     if (!be->vt->event_create || !be->vt->event_record || !be->vt->event_elapsed_ms)
         return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: backend %s has no timing events", fn, be->name);
     void *s = mvrt_stream_handle_for(be, stream);
-    void *scratch = graph->scratch_bytes ? (char *)mvrt_buffer_data(graph->workspace) + graph->scratch_offset : NULL;
+    void *scratch = graph_scratch(graph);
     const size_t n = graph->count;
     void **ev = mvrt_rt_calloc(n + 1, sizeof *ev);
     if (!ev)
@@ -1846,16 +1863,12 @@ mvrt_status_t mvrt_graph_profile_replayed(mvrt_graph_t *graph, mvrt_stream_t *st
                                           mvrt_graph_op_profile_t *out_ops, size_t capacity, size_t *out_count)
 {
     static const char fn[] = "mvrt_graph_profile_replayed";
-    if (!graph || !out_count)
-        return mvrt_error_set(INVALID, "%s: %s is NULL", fn, !graph ? "graph" : "out_count");
-    if (capacity && !out_ops)
-        return mvrt_error_set(INVALID, "%s: out_ops is NULL with capacity %zu", fn, capacity);
+    mvrt_status_t ast = check_profile_args(fn, graph, stream, out_ops, capacity, out_count);
+    if (ast != MVRT_OK)
+        return ast;
     if (repeats < 1 || repeats > 1000)
         return mvrt_error_set(INVALID, "%s: repeats is %d, not in 1..1000", fn, repeats);
     mvrt_backend_t *be = graph->backend;
-    if (stream && stream->backend != be)
-        return mvrt_error_set(INVALID, "%s: stream is on backend %s, the graph on %s", fn, stream->backend->name,
-                              be->name);
     const struct mvrt_plugin_vtable *vt = be->vt;
     if (!vt->graph_capture_begin || !vt->graph_capture_end || !vt->graph_launch || !vt->graph_destroy)
         return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: backend %s has no graph capture (mvrt_graph_profile times "
@@ -1866,7 +1879,7 @@ mvrt_status_t mvrt_graph_profile_replayed(mvrt_graph_t *graph, mvrt_stream_t *st
         return mvrt_error_set(MVRT_ERR_UNSUPPORTED, "%s: this graph's ops could not be captured (it runs op by op)",
                               fn);
     void *s = mvrt_stream_handle_for(be, stream);
-    void *scratch = graph->scratch_bytes ? (char *)mvrt_buffer_data(graph->workspace) + graph->scratch_offset : NULL;
+    void *scratch = graph_scratch(graph);
     void *e0 = NULL, *e1 = NULL;
     mvrt_status_t st = vt->event_create(be->device, &e0);
     if (st == MVRT_OK)
