@@ -67,7 +67,7 @@ double mvrt_mg_rtol(int math)
     }
 }
 
-int mvrt_mg_check(mvrt_backend_t *backend, const mvrt_safetensors_t *file, const char *name, int math,
+int mvrt_mg_check(mvrt_backend_t *backend, const mvrt_safetensors_t *file, const char *name, int math, int first_only,
                   mvrt_mg_result_t *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
@@ -104,7 +104,16 @@ int mvrt_mg_check(mvrt_backend_t *backend, const mvrt_safetensors_t *file, const
             return fail(err, errlen, "a stage's or model's input must be (batch, channels, H, W)", name);
         opt.batch = in.shape[0], opt.height = in.shape[2], opt.width = in.shape[3];
     }
-    snprintf(res->shape, sizeof res->shape, "input (%lld, %lld, %lld%s", (long long)in.shape[0],
+    res->batch = opt.batch;
+    /* item 0 alone: the leading 1 / batch of the input and of the output
+     * (both batch-major) */
+    const int64_t items = first_only ? 1 : opt.batch;
+    if (in.shape[0] < 1 || out.rank < 1 || out.shape[0] != in.shape[0])
+        return fail(err, errlen, "the input and the output must have the same batch (their first dimension)", name);
+    const size_t in_bytes = in.nbytes / (size_t)in.shape[0] * (size_t)items;
+    const size_t out_bytes = out.nbytes / (size_t)out.shape[0] * (size_t)items;
+    opt.batch = items;
+    snprintf(res->shape, sizeof res->shape, "input (%lld, %lld, %lld%s", (long long)items,
              (long long)in.shape[1], (long long)in.shape[2], in.rank == 4 ? "" : ")");
     if (in.rank == 4)
         snprintf(res->shape + strlen(res->shape), sizeof res->shape - strlen(res->shape), ", %lld)",
@@ -129,26 +138,26 @@ int mvrt_mg_check(mvrt_backend_t *backend, const mvrt_safetensors_t *file, const
     mvrt_graph_input(graph, &gin);
     mvrt_graph_output(graph, &gout);
     int64_t nin = mvrt_tensor_numel(&gin), nout = mvrt_tensor_numel(&gout);
-    if ((size_t)nin * 4 != in.nbytes) {
+    if ((size_t)nin * 4 != in_bytes) {
         fail(err, errlen, "the input's size does not match the config", name);
         goto done;
     }
-    if ((size_t)nout * 4 != out.nbytes) {
+    if ((size_t)nout * 4 != out_bytes) {
         fail(err, errlen, "the golden output's size differs from the graph's output", name);
         goto done;
     }
     got = malloc((size_t)nout * sizeof *got);
     again = malloc((size_t)nout * sizeof *again);
-    float *inbuf = malloc(in.nbytes);
+    float *inbuf = malloc(in_bytes);
     if (!got || !again || !inbuf) {
         free(inbuf);
         fail(err, errlen, "out of host memory", NULL);
         goto done;
     }
-    memcpy(inbuf, in.data, in.nbytes);
+    memcpy(inbuf, in.data, in_bytes);
     mvrt_status_t st = mvrt_stream_create(backend, &stream);
     if (st == MVRT_OK)
-        st = mvrt_copy_host_to_device(stream, gin.buffer, gin.offset, inbuf, in.nbytes);
+        st = mvrt_copy_host_to_device(stream, gin.buffer, gin.offset, inbuf, in_bytes);
     if (st == MVRT_OK)
         st = mvrt_graph_run(graph, stream, NULL, NULL);
     if (st == MVRT_OK)
@@ -157,7 +166,7 @@ int mvrt_mg_check(mvrt_backend_t *backend, const mvrt_safetensors_t *file, const
         st = mvrt_stream_synchronize(stream);
     /* Second run: replays the captured graph on GPUs; input re-uploaded. */
     if (st == MVRT_OK)
-        st = mvrt_copy_host_to_device(stream, gin.buffer, gin.offset, inbuf, in.nbytes);
+        st = mvrt_copy_host_to_device(stream, gin.buffer, gin.offset, inbuf, in_bytes);
     if (st == MVRT_OK)
         st = mvrt_graph_run(graph, stream, NULL, NULL);
     if (st == MVRT_OK)

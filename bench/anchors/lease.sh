@@ -10,6 +10,7 @@
 #   (FIRST, SPECS, LAST: "none" for no runs; unset or empty, session 58's)
 #   LEASE_AFTER  a command line run after the first rows with the GPU alone (e.g. the same rows
 #                under a test switch, or --profile), its output in $D/after.log; B is the build dir
+#   LEASE_CTEST  ctest's selection (default "-L cuda": ~420 s on one H200; "-L cuda -E cuda_ops": ~80 s)
 FIRST=${LEASE_FIRST:-"B 256 autotune-bf16"}
 SPECS=${LEASE_SPECS:-"L 256 compile-bf16;L 256 eager-bf16;T 256 compile-bf16;T 256 eager-bf16;B 256 compile-bf16;B 256 eager-bf16;T 1 graphs-bf16;B 1 graphs-bf16;L 1 graphs-bf16;T 256 eager-fp32;S 256 compile-bf16;L2 256 compile-bf16"}
 LAST=${LEASE_LAST:-"T 256 autotune-bf16"}
@@ -42,7 +43,7 @@ if [ -n "$LEASE_AFTER" ]; then
   python3 bench/anchors/gpu_lock.py -x $L bash -c "$LEASE_AFTER" > $D/after.log 2>&1; log "after rc $?"
 fi
 log "ctest + PyTorch default modes"
-( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest -L cuda -j8 --timeout 900 > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
+( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest ${LEASE_CTEST:--L cuda} -j8 --timeout 900 > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
 IFS=';' read -ra LIST <<< "$SPECS"
 for spec in "${LIST[@]}"; do
   set -- $spec; TORCHINDUCTOR_COMPILE_THREADS=4 python3 bench/anchors/torch_mambavision_one.py $1 $2 $3 > $D/t_$1_$2_$3.log 2>&1 &

@@ -1647,6 +1647,16 @@ static const lcase_t linear_cases[] = {
     {"linear_bf16_sm90_qkv_bias",        1, 4224,  960,  320, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 0, BF16, 0, 0},
     {"linear_bf16_sm90_pad_declined",    1, 4224,  640,  320, 0, 1, 3, 3, 3, 0, 0, 1, NONE, 1, BF16, 0, 1},
     {"linear_bf16_sm90_ragged_tiles",    1, 4100, 1000,  328, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 0, 1},
+    /* the mixer's batch-1 GEMMs in a 16-bit graph (B stage 4), fp32
+     * operands copied into 16-bit rows padded to 8 values: x_proj and
+     * dt_proj on rows of 49 tokens padded to 56 (runtime/graph.c:
+     * mixer_token_stride) or left at 49 (odd copy widths), out_proj's
+     * channel-major input */
+    {"linear_bf16_b1_xproj_L49_ld56",    1,   80,   49,  512, 0, 0, 0, 7, 7, 0, 0, 0, NONE, 0, BF16, 0, 0},
+    {"linear_bf16_b1_xproj_L49_dense",   1,   80,   49,  512, 0, 0, 0, 0, 0, 0, 0, 0, NONE, 0, BF16, 0, 0},
+    {"linear_bf16_b1_dtproj_L49_ld56",   1,  512,   49,   64, 0, 0, 0, 7, 7, 0, 0, 2, NONE, 0, BF16, 0, 0},
+    {"linear_bf16_b1_outproj_L49_ld56",  1,   49, 1024, 1024, 1, 1, 7, 0, 0, 0, 0, 0, NONE, 1, BF16, 0, 1},
+    {"linear_bf16_b1_outproj_L196",      1,  196,  512,  512, 1, 1, 0, 0, 0, 0, 0, 0, NONE, 1, BF16, 0, 0},
     /* beta 1 onto a separate residual (a block graph's projections onto
      * its input, no copy first) on every GEMM path: the cluster GEMM
      * (out_proj, channel-major A; proj with a bias), the vendor GEMM plus
