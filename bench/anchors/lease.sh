@@ -6,6 +6,7 @@
 #   LEASE_FIRST  max-autotune runs compiled during mvrt's build, one after another
 #   LEASE_SPECS  default-mode / eager / CUDA-graph runs, compiled beside ctest
 #   LEASE_LAST   max-autotune runs after mvrt's second rows, while the job is younger than T_AUTO_BEFORE s
+#   LEASE_ROWS1  mvrt bench model --only text of the first rows (default: every GPU row, ~145 s)
 #   LEASE_ROWS   mvrt bench model --only text of the second rows
 #   (FIRST, SPECS, LAST: "none" for no runs; unset or empty, session 58's)
 #   LEASE_AFTER  a command line run after the first rows with the GPU alone (e.g. the same rows
@@ -38,7 +39,7 @@ for f in sorted(glob.glob('/tmp/d/tj/*.json')): r.update(json.load(open(f)))
 json.dump(r, open('/tmp/d/torch_mambavision.json','w'), indent=1)"; }
 merge
 log "mvrt rows 1"
-python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --anchor $D/torch_mambavision.json > $D/bench1.log 2>&1; log "bench1 rc $?"
+python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda ${LEASE_ROWS1:+--only "$LEASE_ROWS1"} --anchor $D/torch_mambavision.json > $D/bench1.log 2>&1; log "bench1 rc $?"
 if [ -n "$LEASE_AFTER" ]; then
   python3 bench/anchors/gpu_lock.py -x $L bash -c "$LEASE_AFTER" > $D/after.log 2>&1; log "after rc $?"
 fi
