@@ -601,11 +601,10 @@ static int mixer_proj_fused(builder_t *b, const char *p, int64_t Bw, int64_t L, 
 }
 
 /* silu(conv1d) of both halves of XZ in one op, token-major in,
- * channel-major out (rows Lp apart: mixer_token_stride): x to MX (the
- * scan's u), z straight into the lower half of YZ; xz16: XZ is 16-bit;
- * MX16 (or NULL): a 16-bit copy of MX. */
-static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, const float *XZ,
-                          int xz16, float *MX, float *MX16, float *YZ, mvrt_op_params_t *op)
+ * channel-major out: x to MX (the scan's u), z straight into the lower
+ * half of YZ; xz16: XZ is 16-bit; MX16 (or NULL): a 16-bit copy of MX. */
+static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, int xz16,
+                          float *MX, float *MX16, float *YZ, mvrt_op_params_t *op)
 {
     const int64_t h = C / 2;
     memset(op, 0, sizeof *op);
@@ -616,22 +615,21 @@ static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, in
     q->x_stride[0] = L * C, q->x_stride[1] = 1, q->x_stride[2] = C;
     q->x16 = xz16 ? store16(b) : 0;
     q->y = MX;
-    q->y_stride[0] = h * Lp, q->y_stride[1] = Lp, q->y_stride[2] = 1;
+    q->y_stride[0] = h * L, q->y_stride[1] = L, q->y_stride[2] = 1;
     q->weight = weight(b, p, "mixer.conv1d_x.weight");
     q->split = h;
-    q->y2 = YZ + h * Lp;
-    q->y2_stride[0] = C * Lp, q->y2_stride[1] = Lp, q->y2_stride[2] = 1;
+    q->y2 = YZ + h * L;
+    q->y2_stride[0] = C * L, q->y2_stride[1] = L, q->y2_stride[2] = 1;
     q->weight2 = weight(b, p, "mixer.conv1d_z.weight");
     q->y_copy = MX16;
     q->y_copy16 = MX16 ? store16(b) : 0;
 }
 
 /* x_proj per sequence: DBL_b (E, L) = W (E, h) . U_b (h, L), U = MX, or its
- * 16-bit copy MX16 (then read as stored by the 16-bit GEMM); rows Lp
- * apart. probe: the op only asks (its weight's 16-bit copy is not
- * recorded). */
-static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C,
-                            const float *MX, const float *MX16, float *DBL, int probe, mvrt_op_params_t *op)
+ * 16-bit copy MX16 (then read as stored by the 16-bit GEMM). probe: the
+ * op only asks (its weight's 16-bit copy is not recorded). */
+static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *MX,
+                            const float *MX16, float *DBL, int probe, mvrt_op_params_t *op)
 {
     const int64_t h = C / 2, E = mv_dt_rank((int)C) + 2 * b->g->model->config.d_state;
     memset(op, 0, sizeof *op);
@@ -640,9 +638,9 @@ static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     l->batch = Bw, l->M = E, l->N = L, l->K = h;
     l->A = weight(b, p, "mixer.x_proj.weight"), l->lda = h, l->batch_stride_a = 0;
     l->a16 = probe ? (b->weights16 ? b->store16 : 0) : use_weight16(b, &l->A, E * h);
-    l->B = MX16 ? MX16 : MX, l->ldb = Lp, l->batch_stride_b = h * Lp;
+    l->B = MX16 ? MX16 : MX, l->ldb = L, l->batch_stride_b = h * L;
     l->b16 = MX16 ? store16(b) : 0;
-    l->Y = DBL, l->ldy = Lp, l->batch_stride_y = E * Lp;
+    l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
     l->math = b->g->opt.math;
 }
 
@@ -653,8 +651,7 @@ static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, 
  * a 16-bit copy of u that x_proj's 16-bit GEMM reads as stored (instead of
  * rounding a copy of the float u on every run); the scan keeps the float
  * u. Addresses in the probes are stand-ins: takes reads shapes only. */
-static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, int *xz16,
-                            int *u16)
+static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, int *xz16, int *u16)
 {
     *xz16 = *u16 = 0;
     if (!store16(b))
@@ -663,31 +660,12 @@ static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     mvrt_op_params_t op;
     if (mixer_proj_fused(b, p, Bw, L, C, any, any, any, any, any, &op))
         return;
-    mixer_conv_op(b, p, Bw, L, Lp, C, any, 1, any, NULL, any, &op);
+    mixer_conv_op(b, p, Bw, L, C, any, 1, any, NULL, any, &op);
     *xz16 = backend_takes(b->g->backend, &op);
-    mixer_conv_op(b, p, Bw, L, Lp, C, any, *xz16, any, any, any, &op);
+    mixer_conv_op(b, p, Bw, L, C, any, *xz16, any, any, any, &op);
     mvrt_op_params_t xp;
-    mixer_x_proj_op(b, p, Bw, L, Lp, C, any, any, any, 1, &xp);
+    mixer_x_proj_op(b, p, Bw, L, C, any, any, any, 1, &xp);
     *u16 = backend_takes(b->g->backend, &op) && backend_takes(b->g->backend, &xp);
-}
-
-/* Token stride of the mixer's channel-major buffers (u, its 16-bit copy,
- * dbl, dt, yz). In a 16-bit graph over one sequence (a batch-1 window)
- * whose middle runs as the three ops, L rounded up to 8 values: the
- * vendor GEMMs that read and write them (x_proj, dt_proj, out_proj) then
- * see 16-byte aligned rows (cuBLAS's unaligned fallbacks took 2-4x
- * longer: backends/cuda/PERF_NOTES.md, session 60). Else L: the fused
- * middle writes dense rows, and over several sequences out_proj's batch
- * fold reads dense windows (its fast transposed copy needs them). */
-static int64_t mixer_token_stride(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C)
-{
-    if (!store16(b) || Bw != 1 || L % 8 == 0)
-        return L;
-    float *any = (float *)(uintptr_t)VB_FAKE_BASE;
-    mvrt_op_params_t op;
-    if (mixer_proj_fused(b, p, Bw, L, C, any, any, any, any, any, &op))
-        return L;
-    return (L + 7) / 8 * 8;
 }
 
 /* The mixer's token-local middle, xz -> u (MX), z (YZ rows [h, C)), dbl,
@@ -697,18 +675,18 @@ static int64_t mixer_token_stride(builder_t *b, const char *p, int64_t Bw, int64
  * and x_proj with the 16-bit forms of mixer_storage16). Returns 1
  * when the op was taken: DT then holds the scan's step already (the
  * second bias and softplus applied: dt_softplus). */
-static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, const float *XZ,
-                           int xz16, float *MX, float *MX16, float *DBL, float *DT, float *YZ)
+static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, int xz16,
+                           float *MX, float *MX16, float *DBL, float *DT, float *YZ)
 {
     const int64_t h = C / 2, R = mv_dt_rank((int)C), E = R + 2 * b->g->model->config.d_state;
     mvrt_op_params_t op;
-    if (Lp == L && !xz16 && !MX16 && mixer_proj_fused(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ, &op)) {
+    if (!xz16 && !MX16 && mixer_proj_fused(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ, &op)) {
         add_op(b, &op);
         return 1;
     }
-    mixer_conv_op(b, p, Bw, L, Lp, C, XZ, xz16, MX, MX16, YZ, &op);
+    mixer_conv_op(b, p, Bw, L, C, XZ, xz16, MX, MX16, YZ, &op);
     add_op(b, &op);
-    mixer_x_proj_op(b, p, Bw, L, Lp, C, MX, MX16, DBL, 0, &op);
+    mixer_x_proj_op(b, p, Bw, L, C, MX, MX16, DBL, 0, &op);
     add_op(b, &op);
 
     /* dt_proj per sequence: DT_b (h, L) = W (h, R) . DBL_b[0:R] + bias (per row) */
@@ -718,8 +696,8 @@ static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, i
     l->batch = Bw, l->M = h, l->N = L, l->K = R;
     l->A = weight(b, p, "mixer.dt_proj.weight"), l->lda = R, l->batch_stride_a = 0;
     l->a16 = use_weight16(b, &l->A, h * R);
-    l->B = DBL, l->ldb = Lp, l->batch_stride_b = E * Lp;
-    l->Y = DT, l->ldy = Lp, l->batch_stride_y = h * Lp;
+    l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
+    l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
     l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
     l->math = b->g->opt.math;
     add_op(b, &op);
@@ -735,22 +713,21 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     const mvrt_model_config_t *cfg = &b->g->model->config;
     int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
     const int s16 = store16(b);
-    const int64_t Lp = mixer_token_stride(b, p, Bw, L, C);
     int xz16, u16;
-    mixer_storage16(b, p, Bw, L, Lp, C, &xz16, &u16);
+    mixer_storage16(b, p, Bw, L, C, &xz16, &u16);
     float *T = buf(b, M * C, s16); /* norm1's output (unless folded) */
     float *XZ = buf(b, M * C, xz16);
-    float *MX = buf(b, Bw * h * Lp, 0);
-    float *MX16 = u16 ? buf(b, Bw * h * Lp, 1) : NULL;
-    float *DBL = buf(b, Bw * E * Lp, 0);
-    float *DT = buf(b, Bw * h * Lp, 0);
-    float *YZ = buf(b, Bw * C * Lp, 0);
+    float *MX = buf(b, Bw * h * L, 0);
+    float *MX16 = u16 ? buf(b, Bw * h * L, 1) : NULL;
+    float *DBL = buf(b, Bw * E * L, 0);
+    float *DT = buf(b, Bw * h * L, 0);
+    float *YZ = buf(b, Bw * C * L, 0);
     mvrt_op_params_t op;
 
     op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE,
                   s16 ? DENSE_A16 | (xz16 ? DENSE_Y16 : 0) : 0);
 
-    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, Lp, C, XZ, xz16, MX, MX16, DBL, DT, YZ);
+    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, C, XZ, xz16, MX, MX16, DBL, DT, YZ);
 
     /* The scan (the bias goes in a second time as delta_bias: spec step 5;
      * the fused projections applied it and the softplus already). */
@@ -760,23 +737,23 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     s->input_dtype = MVRT_SCAN_F32;
     s->b_variable = s->c_variable = 1;
     s->delta_softplus = !dt_is_step;
-    s->u.data = MX, s->u.stride[0] = h * Lp, s->u.stride[1] = Lp, s->u.stride[2] = 1;
+    s->u.data = MX, s->u.stride[0] = h * L, s->u.stride[1] = L, s->u.stride[2] = 1;
     s->delta = s->u, s->delta.data = DT;
     s->A.data = (void *)weight(b, p, "mixer.A"), s->A.stride[0] = N, s->A.stride[1] = 1;
-    s->B.data = DBL + R * Lp;
-    s->B.stride[0] = E * Lp, s->B.stride[1] = 0, s->B.stride[2] = Lp, s->B.stride[3] = 1;
-    s->C = s->B, s->C.data = DBL + (R + N) * Lp;
+    s->B.data = DBL + R * L;
+    s->B.stride[0] = E * L, s->B.stride[1] = 0, s->B.stride[2] = L, s->B.stride[3] = 1;
+    s->C = s->B, s->C.data = DBL + (R + N) * L;
     s->D.data = (void *)weight(b, p, "mixer.D"), s->D.stride[0] = 1;
     if (!dt_is_step)
         s->delta_bias.data = (void *)weight(b, p, "mixer.dt_proj.bias"), s->delta_bias.stride[0] = 1;
-    s->out.data = YZ, s->out.stride[0] = C * Lp, s->out.stride[1] = Lp, s->out.stride[2] = 1;
+    s->out.data = YZ, s->out.stride[0] = C * L, s->out.stride[1] = L, s->out.stride[2] = 1;
 
     /* out_proj per sequence, onto the residual: X_b (L, C) = X_in_b + YZ_b^T (L, C) . W^T */
     memset(&op, 0, sizeof op);
     op.kind = MVRT_OP_LINEAR;
     mvrt_linear_params_t *l = &op.u.linear;
     l->batch = Bw, l->M = L, l->N = C, l->K = C;
-    l->A = YZ, l->lda = Lp, l->trans_a = 1, l->batch_stride_a = C * Lp;
+    l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
     l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
     l->b_constant = 1;
     l->b16 = use_weight16(b, &l->B, C * C);

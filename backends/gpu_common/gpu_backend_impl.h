@@ -363,7 +363,7 @@ static mvrt_status_t mvrt_gpu_device_open(int index, void **out_device)
         d->opctx.split_attention = d->code_arch >= 90 && !(split && strcmp(split, "0") == 0);
         /* conv1d + x_proj + dt_proj of a mixer as one kernel for few tokens
          * (ops/mv/mixer_proj_gpu.cuh); MVRT_CUDA_MIXER_PROJ=0: never (tests
-         * run the three ops' batch-1 layout, padded rows, on small mixers) */
+         * run the three ops, the form of large mixers, on the golden ones) */
         const char *mp = getenv("MVRT_CUDA_MIXER_PROJ");
         d->opctx.mixer_proj_tokens = mp && strcmp(mp, "0") == 0 ? 0 : MVRT_GPU_MIXER_PROJ_TOKENS;
         /* LayerNorms folded into the cluster GEMM of the linear after them

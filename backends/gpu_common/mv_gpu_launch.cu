@@ -172,22 +172,13 @@ operand_shape linear_b(const mvrt_linear_params_t &p)
     return {p.trans_b ? p.N : p.K, p.trans_b ? p.K : p.N, p.batch_stride_b == 0 ? 1 : p.batch};
 }
 int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
-/* Row stride of a 16-bit operand copy: cols rounded up to 8 values, so
- * every row starts 16-byte aligned. cuBLAS keeps its Hopper kernels for
- * aligned operands; rows of 49 or 196 values (the mixer's channel-major
- * operands at batch 1) sent it to unaligned fallbacks (H200, ncu,
- * MambaVision-B batch 1 bf16: out_proj 196 x 512 x 512 as a 32 x 32
- * align2 kernel, 9.4 us, against 3.1 us aligned; stage 4's x_proj and
- * out_proj as align1 kernels, 12.9 and 10 + 3 us). */
-int64_t copy16_ld(int64_t cols) { return (cols + 7) / 8 * 8; }
-/* 16-bit math on the vendor GEMM: 16-bit copies of A and of B (rows
- * copy16_ld apart), unless they are stored in 16 bits already (a16,
- * b16). */
+/* 16-bit math on the vendor GEMM: dense 16-bit copies of A and of B,
+ * unless they are stored in 16 bits already (a16, b16). */
 int64_t linear_vendor16_scratch(const mvrt_linear_params_t &p)
 {
     const operand_shape a = linear_a(p), b = linear_b(p);
-    return (p.a16 ? 0 : align256(a.rows * copy16_ld(a.cols) * a.count * 2)) +
-           (p.b16 ? 0 : align256(b.rows * copy16_ld(b.cols) * b.count * 2));
+    return (p.a16 ? 0 : align256(a.rows * a.cols * a.count * 2)) +
+           (p.b16 ? 0 : align256(b.rows * b.cols * b.count * 2));
 }
 /* 16-bit storage without a 16-bit vendor GEMM: fp32 copies of A (a16) and
  * of the product (y16). */
@@ -230,27 +221,25 @@ int run_linear16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratc
 {
     const int t16 = math_type16(p.math);
     const operand_shape a = linear_a(p), b = linear_b(p);
-    const int64_t lda16 = copy16_ld(a.cols), ldb16 = copy16_ld(b.cols);
-    const int64_t a_bytes = p.a16 ? 0 : align256(a.rows * lda16 * a.count * 2);
+    const int64_t a_bytes = p.a16 ? 0 : align256(a.rows * a.cols * a.count * 2);
     uint16_t *a16 = p.a16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
     uint16_t *b16 = p.b16 ? (uint16_t *)(const void *)p.B : (uint16_t *)((char *)scratch + a_bytes);
-    const int64_t ldb = p.b16 ? p.ldb : ldb16;
-    const int64_t sb = p.b16 ? p.batch_stride_b : b.count > 1 ? b.rows * ldb16 : 0;
+    const int64_t ldb = p.b16 ? p.ldb : b.cols;
+    const int64_t sb = p.b16 ? p.batch_stride_b : b.count > 1 ? b.rows * b.cols : 0;
     const bool fold = linear_fold_batch(p, g);
     gemm_args f = g; /* the product's shape as the GEMM and the epilogue see it */
-    int64_t lda = lda16, sa = a.count > 1 ? a.rows * lda16 : 0;
+    int64_t lda = a.cols, sa = a.count > 1 ? a.rows * a.cols : 0;
     gpuError_t e = gpuSuccess;
     if (fold) {
         e = launch_to16_transposed(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
         f.batch = 1; f.M = p.batch * p.M; f.ta = 0; f.sy = 0; f.sr = 0;
         lda = p.K; sa = 0;
     } else if (!p.a16) {
-        e = launch_to16(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, lda16, s);
+        e = launch_to16(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
     } else {
         lda = p.lda; sa = p.batch_stride_a;
     }
-    if (e == gpuSuccess && !p.b16)
-        e = launch_to16(t16, p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, ldb16, s);
+    if (e == gpuSuccess && !p.b16) e = launch_to16(t16, p.B, b.rows, b.cols, p.ldb, p.batch_stride_b, b.count, b16, s);
     if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     /* one GEMM against a weight (N, K), with the epilogue fused where the
      * device has such a kernel (Hopper: cuda_gemm16_sm90.h, whose dispatch
@@ -539,7 +528,7 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
     float *T = (float *)((char *)scratch + c.col_bytes);
     uint16_t *w16 = (uint16_t *)((char *)T + align256(c.t_bytes));
     if (c.t16) {
-        const gpuError_t e = launch_to16(c.t16, p.weight, p.out_channels, c.kdim, c.kdim, 0, 1, w16, c.kdim, s);
+        const gpuError_t e = launch_to16(c.t16, p.weight, p.out_channels, c.kdim, c.kdim, 0, 1, w16, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
     }
     for (int64_t b0 = 0; b0 < p.batch; b0 += c.chunk) {

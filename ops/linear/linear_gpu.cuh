@@ -357,18 +357,17 @@ __global__ void __launch_bounds__(256) convert_kernel(const S *src, int64_t sld,
 }
 
 /* fp32 -> 16-bit, four columns at a time (16-byte loads, 8-byte stores)
- * into dst (rows dld apart, matrices rows * dld apart); cols, ld, dld and
- * sstride multiples of 4, src 16-byte and dst 8-byte aligned: the hot
- * case of the operand copies. */
+ * into a dense dst; cols, ld and sstride multiples of 4, src 16-byte and
+ * dst 8-byte aligned: the hot case of the operand copies. */
 template <int T16>
 __global__ void __launch_bounds__(256) to16_vec4_kernel(const float *src, int64_t rows, int64_t cols, int64_t ld,
-                                                           int64_t sstride, int64_t batch, uint16_t *dst, int64_t dld)
+                                                           int64_t sstride, int64_t batch, uint16_t *dst)
 {
     const int64_t c4 = cols / 4;
     for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
         for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y) {
             const float4 *s = (const float4 *)(src + b * sstride + r * ld);
-            uint2 *d = (uint2 *)(dst + (b * rows + r) * dld);
+            uint2 *d = (uint2 *)(dst + (b * rows + r) * cols);
             for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < c4; c += (int64_t)gridDim.x * blockDim.x) {
                 const float4 v = s[c];
                 d[c] = make_uint2(mvrt_h16x2<T16>(v.x, v.y), mvrt_h16x2<T16>(v.z, v.w));
@@ -395,27 +394,22 @@ static inline mvrt_gpu_error_t launch_convert(int t16, const S *src, int64_t sld
     return mvrt_gpu_get_last_error();
 }
 
-/* dst[(b * rows + r) * dld + c] = t16(src[b * sstride + r * ld + c]) for
- * c < cols (dld >= cols; the columns between are not written), t16 the
+/* dst[b][r][c] (dense) = t16(src[b * sstride + r * ld + c]), t16 the
  * 16-bit type (MVRT_STORAGE16_BF16 or _F16). */
 static inline mvrt_gpu_error_t launch_to16(int t16, const float *src, int64_t rows, int64_t cols, int64_t ld,
-                                              int64_t sstride, int64_t batch, uint16_t *dst, int64_t dld,
-                                              mvrt_gpu_stream_t s)
+                                              int64_t sstride, int64_t batch, uint16_t *dst, mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
-    if (cols % 4 == 0 && ld % 4 == 0 && dld % 4 == 0 && sstride % 4 == 0 && ((uintptr_t)src & 15u) == 0 &&
-        ((uintptr_t)dst & 7u) == 0) {
+    if (cols % 4 == 0 && ld % 4 == 0 && sstride % 4 == 0 && ((uintptr_t)src & 15u) == 0 && ((uintptr_t)dst & 7u) == 0) {
         dim3 grid(mvrt_min_u64(((uint64_t)cols / 4 + 63) / 64, 64), mvrt_min_u64(((uint64_t)rows + 3) / 4, 65535),
                   mvrt_min_u64((uint64_t)batch, 65535));
         if (t16 == MVRT_STORAGE16_F16)
-            to16_vec4_kernel<MVRT_STORAGE16_F16><<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst,
-                                                                                dld);
+            to16_vec4_kernel<MVRT_STORAGE16_F16><<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
         else
-            to16_vec4_kernel<MVRT_STORAGE16_BF16><<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst,
-                                                                                 dld);
+            to16_vec4_kernel<MVRT_STORAGE16_BF16><<<grid, dim3(64, 4), 0, s>>>(src, rows, cols, ld, sstride, batch, dst);
         return mvrt_gpu_get_last_error();
     }
-    return launch_convert(t16, src, ld, sstride, dst, dld, rows * dld, rows, cols, batch, s);
+    return launch_convert(t16, src, ld, sstride, dst, cols, rows * cols, rows, cols, batch, s);
 }
 
 /* Per matrix b of `batch`: src_b (rows, cols) floats at row stride ld,

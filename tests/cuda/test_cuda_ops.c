@@ -1648,10 +1648,9 @@ static const lcase_t linear_cases[] = {
     {"linear_bf16_sm90_pad_declined",    1, 4224,  640,  320, 0, 1, 3, 3, 3, 0, 0, 1, NONE, 1, BF16, 0, 1},
     {"linear_bf16_sm90_ragged_tiles",    1, 4100, 1000,  328, 0, 1, 0, 0, 0, 0, 0, 1, NONE, 1, BF16, 0, 1},
     /* the mixer's batch-1 GEMMs in a 16-bit graph (B stage 4), fp32
-     * operands copied into 16-bit rows padded to 8 values: x_proj and
-     * dt_proj on rows of 49 tokens padded to 56 (runtime/graph.c:
-     * mixer_token_stride) or left at 49 (odd copy widths), out_proj's
-     * channel-major input */
+     * operands copied to 16 bits: x_proj and dt_proj on rows of 49
+     * tokens at a padded stride (56) or dense, out_proj's channel-major
+     * input */
     {"linear_bf16_b1_xproj_L49_ld56",    1,   80,   49,  512, 0, 0, 0, 7, 7, 0, 0, 0, NONE, 0, BF16, 0, 0},
     {"linear_bf16_b1_xproj_L49_dense",   1,   80,   49,  512, 0, 0, 0, 0, 0, 0, 0, 0, NONE, 0, BF16, 0, 0},
     {"linear_bf16_b1_dtproj_L49_ld56",   1,  512,   49,   64, 0, 0, 0, 7, 7, 0, 0, 2, NONE, 0, BF16, 0, 0},
