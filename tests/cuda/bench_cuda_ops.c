@@ -104,6 +104,9 @@ static double graph_us(const mvrt_op_params_t *p, int reps)
  * an H200 (KINDS.md of the device library, 2026-11-04). */
 static void bench_batch1_linears(void)
 {
+    /* every A is row-major (M x K): for out_proj that is the batch
+     * fold's form, not the transposed A a batch-1 graph passes it today
+     * (which cuBLAS runs on unaligned kernels: PERF_NOTES, session 60) */
     enum { NONE_R = 0, INPLACE_R = 1, SEPARATE_R = 2 };
     static const struct {
         const char *what;
@@ -111,13 +114,13 @@ static void bench_batch1_linears(void)
         int bias, act, res, count; /* count: instances in one forward */
     } rows[] = {
         {"s3 in_proj", 196, 512, 512, 0, MVRT_ACT_NONE, NONE_R, 5},
-        {"s3 Y += A W^T (out_proj GEMM)", 196, 512, 512, 0, MVRT_ACT_NONE, INPLACE_R, 5},
+        {"s3 out_proj, A row-major", 196, 512, 512, 0, MVRT_ACT_NONE, INPLACE_R, 5},
         {"s3 qkv +bias", 196, 1536, 512, 1, MVRT_ACT_NONE, NONE_R, 5},
         {"s3 proj +bias +R", 196, 512, 512, 1, MVRT_ACT_NONE, INPLACE_R, 5},
         {"s3 fc1 +bias +GELU", 196, 2048, 512, 1, MVRT_ACT_GELU_ERF, NONE_R, 10},
         {"s3 fc2 +bias +R", 196, 512, 2048, 1, MVRT_ACT_NONE, INPLACE_R, 10},
         {"s4 in_proj", 49, 1024, 1024, 0, MVRT_ACT_NONE, NONE_R, 3},
-        {"s4 Y += A W^T (out_proj GEMM)", 49, 1024, 1024, 0, MVRT_ACT_NONE, INPLACE_R, 3},
+        {"s4 out_proj, A row-major", 49, 1024, 1024, 0, MVRT_ACT_NONE, INPLACE_R, 3},
         {"s4 qkv +bias", 49, 3072, 1024, 1, MVRT_ACT_NONE, NONE_R, 2},
         {"s4 proj +bias +R", 49, 1024, 1024, 1, MVRT_ACT_NONE, INPLACE_R, 2},
         {"s4 fc1 +bias +GELU", 49, 4096, 1024, 1, MVRT_ACT_GELU_ERF, NONE_R, 5},
