@@ -54,6 +54,7 @@ _Static_assert(sizeof(uintptr_t) >= 8, "the plan's fake addresses need 64-bit po
 typedef struct vbuf {
     size_t bytes, first, last, offset;
     int pinned;
+    int zeroed; /* pinned, and zero bytes from graph creation on (buf_zeroed) */
 } vbuf_t;
 
 enum node_type { NODE_OP, NODE_SCAN, NODE_COPY };
@@ -160,7 +161,7 @@ static float *buf(builder_t *b, int64_t n, int half)
         }
         b->vb = v, b->vb_cap = cap;
     }
-    b->vb[b->nvb] = (vbuf_t){(size_t)bytes, SIZE_MAX, 0, 0, 0};
+    b->vb[b->nvb] = (vbuf_t){(size_t)bytes, SIZE_MAX, 0, 0, 0, 0};
     return (float *)(VB_FAKE_BASE + ((uintptr_t)b->nvb++ << VB_SPAN_BITS));
 }
 
@@ -201,6 +202,18 @@ static void pin(builder_t *b, const float *p)
     const long k = b->emit ? -1 : vb_of(b, (uintptr_t)p);
     if (k >= 0)
         b->vb[k].pinned = 1;
+}
+
+/* A workspace tensor as buf's that holds zeros when the graph is created
+ * and is live over the whole graph, so that bytes no op writes (a padded
+ * row's tail) stay zero in every run. */
+static float *buf_zeroed(builder_t *b, int64_t n, int half)
+{
+    float *t = buf(b, n, half);
+    const long k = b->emit || b->status != MVRT_OK ? -1 : vb_of(b, (uintptr_t)t);
+    if (k >= 0)
+        b->vb[k].pinned = b->vb[k].zeroed = 1;
+    return t;
 }
 
 static const float *weight(builder_t *b, const char *prefix, const char *leaf)
@@ -601,10 +614,11 @@ static int mixer_proj_fused(builder_t *b, const char *p, int64_t Bw, int64_t L, 
 }
 
 /* silu(conv1d) of both halves of XZ in one op, token-major in,
- * channel-major out: x to MX (the scan's u), z straight into the lower
- * half of YZ; xz16: XZ is 16-bit; MX16 (or NULL): a 16-bit copy of MX. */
-static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, int xz16,
-                          float *MX, float *MX16, float *YZ, mvrt_op_params_t *op)
+ * channel-major out: x to MX (the scan's u; rows Lp apart:
+ * mixer_token_stride), z straight into the lower half of YZ (rows L
+ * apart); xz16: XZ is 16-bit; MX16 (or NULL): a 16-bit copy of MX. */
+static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, const float *XZ,
+                          int xz16, float *MX, float *MX16, float *YZ, mvrt_op_params_t *op)
 {
     const int64_t h = C / 2;
     memset(op, 0, sizeof *op);
@@ -615,7 +629,7 @@ static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, in
     q->x_stride[0] = L * C, q->x_stride[1] = 1, q->x_stride[2] = C;
     q->x16 = xz16 ? store16(b) : 0;
     q->y = MX;
-    q->y_stride[0] = h * L, q->y_stride[1] = L, q->y_stride[2] = 1;
+    q->y_stride[0] = h * Lp, q->y_stride[1] = Lp, q->y_stride[2] = 1;
     q->weight = weight(b, p, "mixer.conv1d_x.weight");
     q->split = h;
     q->y2 = YZ + h * L;
@@ -625,22 +639,23 @@ static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, in
     q->y_copy16 = MX16 ? store16(b) : 0;
 }
 
-/* x_proj per sequence: DBL_b (E, L) = W (E, h) . U_b (h, L), U = MX, or its
- * 16-bit copy MX16 (then read as stored by the 16-bit GEMM). probe: the
- * op only asks (its weight's 16-bit copy is not recorded). */
-static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *MX,
+/* x_proj per sequence: DBL_b (E, Lp) = W (E, h) . U_b (h, Lp), U = MX, or
+ * its 16-bit copy MX16 (then read as stored by the 16-bit GEMM), over
+ * all Lp columns (mixer_token_stride: the ones past L are zeros). probe:
+ * the op only asks (its weight's 16-bit copy is not recorded). */
+static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t Lp, int64_t C, const float *MX,
                             const float *MX16, float *DBL, int probe, mvrt_op_params_t *op)
 {
     const int64_t h = C / 2, E = mv_dt_rank((int)C) + 2 * b->g->model->config.d_state;
     memset(op, 0, sizeof *op);
     op->kind = MVRT_OP_LINEAR;
     mvrt_linear_params_t *l = &op->u.linear;
-    l->batch = Bw, l->M = E, l->N = L, l->K = h;
+    l->batch = Bw, l->M = E, l->N = Lp, l->K = h;
     l->A = weight(b, p, "mixer.x_proj.weight"), l->lda = h, l->batch_stride_a = 0;
     l->a16 = probe ? (b->weights16 ? b->store16 : 0) : use_weight16(b, &l->A, E * h);
-    l->B = MX16 ? MX16 : MX, l->ldb = L, l->batch_stride_b = h * L;
+    l->B = MX16 ? MX16 : MX, l->ldb = Lp, l->batch_stride_b = h * Lp;
     l->b16 = MX16 ? store16(b) : 0;
-    l->Y = DBL, l->ldy = L, l->batch_stride_y = E * L;
+    l->Y = DBL, l->ldy = Lp, l->batch_stride_y = E * Lp;
     l->math = b->g->opt.math;
 }
 
@@ -651,7 +666,8 @@ static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, 
  * a 16-bit copy of u that x_proj's 16-bit GEMM reads as stored (instead of
  * rounding a copy of the float u on every run); the scan keeps the float
  * u. Addresses in the probes are stand-ins: takes reads shapes only. */
-static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, int *xz16, int *u16)
+static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, int *xz16,
+                            int *u16)
 {
     *xz16 = *u16 = 0;
     if (!store16(b))
@@ -660,12 +676,34 @@ static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     mvrt_op_params_t op;
     if (mixer_proj_fused(b, p, Bw, L, C, any, any, any, any, any, &op))
         return;
-    mixer_conv_op(b, p, Bw, L, C, any, 1, any, NULL, any, &op);
+    mixer_conv_op(b, p, Bw, L, Lp, C, any, 1, any, NULL, any, &op);
     *xz16 = backend_takes(b->g->backend, &op);
-    mixer_conv_op(b, p, Bw, L, C, any, *xz16, any, any, any, &op);
+    mixer_conv_op(b, p, Bw, L, Lp, C, any, *xz16, any, any, any, &op);
     mvrt_op_params_t xp;
-    mixer_x_proj_op(b, p, Bw, L, C, any, any, any, 1, &xp);
+    mixer_x_proj_op(b, p, Bw, Lp, C, any, any, any, 1, &xp);
     *u16 = backend_takes(b->g->backend, &op) && backend_takes(b->g->backend, &xp);
+}
+
+/* Token stride of the mixer's channel-major u (MX, MX16), dbl and dt.
+ * In a 16-bit graph over one sequence (a batch-1 window) whose middle
+ * runs as the three ops, L rounded up to 8 values, and x_proj and dt_proj
+ * run over all Lp columns: cuBLAS takes its aligned Hopper kernels only
+ * when a matrix's extent along its contiguous dimension is a multiple
+ * of 8 (with 49 tokens, MambaVision-B stage 4, it ran `nn_align1`
+ * fallbacks: x_proj 12.9 us, dt_proj 4.6 us; row strides alone did not
+ * change that: backends/cuda/PERF_NOTES.md, session 60). The columns
+ * past L of u are zeros (mixer_u_buf), so those of dbl and dt are finite;
+ * the scan reads only L. Else L: the fused middle writes dense rows, and
+ * several sequences make the GEMMs batched ones of their own shapes. */
+static int64_t mixer_token_stride(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C)
+{
+    if (!store16(b) || Bw != 1 || L % 8 == 0)
+        return L;
+    float *any = (float *)(uintptr_t)VB_FAKE_BASE;
+    mvrt_op_params_t op;
+    if (mixer_proj_fused(b, p, Bw, L, C, any, any, any, any, any, &op))
+        return L;
+    return (L + 7) / 8 * 8;
 }
 
 /* The mixer's token-local middle, xz -> u (MX), z (YZ rows [h, C)), dbl,
@@ -675,29 +713,29 @@ static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, 
  * and x_proj with the 16-bit forms of mixer_storage16). Returns 1
  * when the op was taken: DT then holds the scan's step already (the
  * second bias and softplus applied: dt_softplus). */
-static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *XZ, int xz16,
-                           float *MX, float *MX16, float *DBL, float *DT, float *YZ)
+static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, const float *XZ,
+                           int xz16, float *MX, float *MX16, float *DBL, float *DT, float *YZ)
 {
     const int64_t h = C / 2, R = mv_dt_rank((int)C), E = R + 2 * b->g->model->config.d_state;
     mvrt_op_params_t op;
-    if (!xz16 && !MX16 && mixer_proj_fused(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ, &op)) {
+    if (Lp == L && !xz16 && !MX16 && mixer_proj_fused(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ, &op)) {
         add_op(b, &op);
         return 1;
     }
-    mixer_conv_op(b, p, Bw, L, C, XZ, xz16, MX, MX16, YZ, &op);
+    mixer_conv_op(b, p, Bw, L, Lp, C, XZ, xz16, MX, MX16, YZ, &op);
     add_op(b, &op);
-    mixer_x_proj_op(b, p, Bw, L, C, MX, MX16, DBL, 0, &op);
+    mixer_x_proj_op(b, p, Bw, Lp, C, MX, MX16, DBL, 0, &op);
     add_op(b, &op);
 
-    /* dt_proj per sequence: DT_b (h, L) = W (h, R) . DBL_b[0:R] + bias (per row) */
+    /* dt_proj per sequence: DT_b (h, Lp) = W (h, R) . DBL_b[0:R] + bias (per row) */
     memset(&op, 0, sizeof op);
     op.kind = MVRT_OP_LINEAR;
     mvrt_linear_params_t *l = &op.u.linear;
-    l->batch = Bw, l->M = h, l->N = L, l->K = R;
+    l->batch = Bw, l->M = h, l->N = Lp, l->K = R;
     l->A = weight(b, p, "mixer.dt_proj.weight"), l->lda = R, l->batch_stride_a = 0;
     l->a16 = use_weight16(b, &l->A, h * R);
-    l->B = DBL, l->ldb = L, l->batch_stride_b = E * L;
-    l->Y = DT, l->ldy = L, l->batch_stride_y = h * L;
+    l->B = DBL, l->ldb = Lp, l->batch_stride_b = E * Lp;
+    l->Y = DT, l->ldy = Lp, l->batch_stride_y = h * Lp;
     l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
     l->math = b->g->opt.math;
     add_op(b, &op);
@@ -713,21 +751,22 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     const mvrt_model_config_t *cfg = &b->g->model->config;
     int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
     const int s16 = store16(b);
+    const int64_t Lp = mixer_token_stride(b, p, Bw, L, C);
     int xz16, u16;
-    mixer_storage16(b, p, Bw, L, C, &xz16, &u16);
+    mixer_storage16(b, p, Bw, L, Lp, C, &xz16, &u16);
     float *T = buf(b, M * C, s16); /* norm1's output (unless folded) */
     float *XZ = buf(b, M * C, xz16);
-    float *MX = buf(b, Bw * h * L, 0);
-    float *MX16 = u16 ? buf(b, Bw * h * L, 1) : NULL;
-    float *DBL = buf(b, Bw * E * L, 0);
-    float *DT = buf(b, Bw * h * L, 0);
+    float *MX = Lp != L ? buf_zeroed(b, Bw * h * Lp, 0) : buf(b, Bw * h * L, 0);
+    float *MX16 = u16 ? (Lp != L ? buf_zeroed(b, Bw * h * Lp, 1) : buf(b, Bw * h * L, 1)) : NULL;
+    float *DBL = buf(b, Bw * E * Lp, 0);
+    float *DT = buf(b, Bw * h * Lp, 0);
     float *YZ = buf(b, Bw * C * L, 0);
     mvrt_op_params_t op;
 
     op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE,
                   s16 ? DENSE_A16 | (xz16 ? DENSE_Y16 : 0) : 0);
 
-    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, C, XZ, xz16, MX, MX16, DBL, DT, YZ);
+    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, Lp, C, XZ, xz16, MX, MX16, DBL, DT, YZ);
 
     /* The scan (the bias goes in a second time as delta_bias: spec step 5;
      * the fused projections applied it and the softplus already). */
@@ -737,12 +776,12 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     s->input_dtype = MVRT_SCAN_F32;
     s->b_variable = s->c_variable = 1;
     s->delta_softplus = !dt_is_step;
-    s->u.data = MX, s->u.stride[0] = h * L, s->u.stride[1] = L, s->u.stride[2] = 1;
+    s->u.data = MX, s->u.stride[0] = h * Lp, s->u.stride[1] = Lp, s->u.stride[2] = 1;
     s->delta = s->u, s->delta.data = DT;
     s->A.data = (void *)weight(b, p, "mixer.A"), s->A.stride[0] = N, s->A.stride[1] = 1;
-    s->B.data = DBL + R * L;
-    s->B.stride[0] = E * L, s->B.stride[1] = 0, s->B.stride[2] = L, s->B.stride[3] = 1;
-    s->C = s->B, s->C.data = DBL + (R + N) * L;
+    s->B.data = DBL + R * Lp;
+    s->B.stride[0] = E * Lp, s->B.stride[1] = 0, s->B.stride[2] = Lp, s->B.stride[3] = 1;
+    s->C = s->B, s->C.data = DBL + (R + N) * Lp;
     s->D.data = (void *)weight(b, p, "mixer.D"), s->D.stride[0] = 1;
     if (!dt_is_step)
         s->delta_bias.data = (void *)weight(b, p, "mixer.dt_proj.bias"), s->delta_bias.stride[0] = 1;
@@ -1077,6 +1116,24 @@ static void emit_all(builder_t *b)
 }
 
 /* ---- workspace plan ------------------------------------------------------ */
+
+/* Fills the buffers that buf_zeroed asked for with zeros, once (blocking,
+ * on the backend's default stream: before any run). */
+static mvrt_status_t zero_buffers(mvrt_graph_t *g, const vbuf_t *vb, size_t n)
+{
+    const uint32_t zero = 0;
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!vb[i].zeroed)
+            continue;
+        mvrt_status_t st = mvrt_buffer_fill(NULL, g->workspace, vb[i].offset, vb[i].bytes, &zero, sizeof zero);
+        if (st != MVRT_OK)
+            return st;
+        any = 1;
+    }
+    mvrt_backend_t *be = g->backend;
+    return any ? be->vt->stream_synchronize(be->device, be->vt->default_stream(be->device)) : MVRT_OK;
+}
 
 /* Placement orders tried by plan_offsets (each a qsort comparator over
  * vbuf_t pointers; ties in the order asked for, so a plan is stable). */
@@ -1473,7 +1530,8 @@ mvrt_status_t mvrt_graph_create(mvrt_model_t *model, const mvrt_graph_options_t 
         free(b.vb), free(g->w16_ranges), free(g->filters), free(g);
         return st;
     }
-    if (fake16 && ((st = make_weights16(g, s16)) != MVRT_OK || (st = make_conv_filters16(g)) != MVRT_OK)) {
+    if ((st = zero_buffers(g, b.vb, b.nvb)) != MVRT_OK ||
+        (fake16 && ((st = make_weights16(g, s16)) != MVRT_OK || (st = make_conv_filters16(g)) != MVRT_OK))) {
         free(b.vb);
         mvrt_graph_destroy(g);
         return st;

@@ -196,16 +196,19 @@ bool linear_smallk_batched(const mvrt_linear_params_t &p, const gemm_args &g)
     return !p.b16 && !p.y16 && !p.ln_weight && gemm_smallk_batched_takes(g, p.a16);
 }
 
-/* A batched linear whose A is transposed per item (stored K x M) against
- * one shared B into a dense Y (and residual), no per-row bias: the
- * mixer's out_proj over windows (A_b = YZ_b^T). Its A is staged as one
- * row-major (batch * M, K) 16-bit matrix, so one GEMM of batch * M rows
- * replaces `batch` GEMMs of M rows (MambaVision-T, batch 256, H200: 4
- * GEMMs of 256 x 196 rows took 0.65 ms, 2 of 256 x 49 rows 0.53 ms, at
- * 39-64 TFLOP/s). */
+/* A linear whose A is transposed per item (stored K x M) against one
+ * shared B into a dense Y (and residual), no per-row bias: the mixer's
+ * out_proj over windows (A_b = YZ_b^T). Its A is staged as one row-major
+ * (batch * M, K) 16-bit matrix, so one GEMM of batch * M rows replaces
+ * `batch` GEMMs of M rows (MambaVision-T, batch 256, H200: 4 GEMMs of
+ * 256 x 196 rows took 0.65 ms, 2 of 256 x 49 rows 0.53 ms, at 39-64
+ * TFLOP/s). At batch 1 too: a transposed A of M = 49 or 196 tokens along
+ * its contiguous dimension sent cuBLAS to unaligned fallbacks (ncu, H200,
+ * MambaVision-B: 9.3 us and 10.5 + 3.1 us) where the row-major product
+ * takes 3.1 and 4.9 us (`bench_cuda_ops PLUGIN batch1`). */
 bool linear_fold_batch(const mvrt_linear_params_t &p, const gemm_args &g)
 {
-    return p.trans_a && !p.a16 && p.batch > 1 && p.batch_stride_b == 0 && p.ldy == p.N &&
+    return p.trans_a && !p.a16 && p.batch >= 1 && p.batch_stride_b == 0 && p.ldy == p.N &&
            p.batch_stride_y == p.M * p.N && (!g.R || (g.ldr == p.N && g.sr == p.M * p.N)) &&
            !(p.bias && p.bias_per_row);
 }
