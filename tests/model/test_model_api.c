@@ -791,6 +791,81 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
     mvrt_backend_close(cpu);
 }
 
+/* A batch-1 16-bit mixer block whose middle runs as three ops pads its
+ * channel-major rows to a multiple of 8 tokens (runtime/graph.c:
+ * mixer_token_stride): the same block with dense rows
+ * (MVRT_GRAPH_MIXER_PAD=0) must give the same output up to the GEMMs'
+ * summation order, 1e-3 of the block's own part (out - in), and the
+ * padded graph's x_proj must run over the padded width (its shape in the
+ * profile). Cases: MambaVision-B's stage 4 (C 1024, 49 tokens: op by op
+ * on every backend), 23 tokens with N 5 and 4 taps, and L = 1. Where the
+ * backend fuses the middle (CUDA, small mixers) nothing is padded and
+ * both graphs are the same. */
+static void test_mixer_padding(mvrt_backend_t *be)
+{
+    static const struct { int dim, tokens, d_state, d_conv; } cases[] = {
+        {1024, 49, 8, 3}, {96, 23, 5, 4}, {64, 1, 8, 3}};
+    for (int math = 2; math <= 3; math++) {
+        if (math == 2 && bf16_refused(be))
+            continue;
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            mvrt_model_config_t c;
+            memset(&c, 0, sizeof c);
+            c.kind = MVRT_MODEL_MIXER_BLOCK;
+            c.dim = cases[ci].dim, c.mlp_ratio = 4, c.d_state = cases[ci].d_state, c.d_conv = cases[ci].d_conv;
+            mvrt_model_t *m = NULL;
+            CHECK_OK(mvrt_model_init_random(be, &c, 41 + ci, &m));
+            mvrt_graph_options_t o = {1, 0, 0, cases[ci].tokens, math};
+            mvrt_graph_t *gp = NULL, *gd = NULL;
+            if (m) {
+                CHECK_OK(mvrt_graph_create(m, &o, &gp));
+                setenv("MVRT_GRAPH_MIXER_PAD", "0", 1);
+                CHECK_OK(mvrt_graph_create(m, &o, &gd));
+                unsetenv("MVRT_GRAPH_MIXER_PAD");
+            }
+            mvrt_stream_t *s = NULL;
+            CHECK_OK(mvrt_stream_create(be, &s));
+            if (gp && gd && s) {
+                const int64_t n = numel_of(gp, 0);
+                float *in = malloc((size_t)n * 4), *op = malloc((size_t)n * 4), *od = malloc((size_t)n * 4);
+                fill(in, n, 200 + ci);
+                CHECK_OK(run_host(gp, s, in, op));
+                CHECK_OK(run_host(gd, s, in, od));
+                double scale = 0, unused = 0;
+                const double d = max_diff(op, od, n, &scale);
+                const double part = max_diff(od, in, n, &unused);
+                /* x_proj: the linear with M = R + 2N rows; its N is the token width */
+                const int64_t E = (cases[ci].dim + 15) / 16 + 2 * cases[ci].d_state;
+                const int64_t L = cases[ci].tokens, Lp = (L + 7) / 8 * 8;
+                mvrt_graph_op_profile_t ops[32];
+                size_t nops = 0;
+                int fused = 0;
+                int64_t width = -1;
+                CHECK_OK(mvrt_graph_profile(gp, s, ops, 32, &nops));
+                for (size_t i = 0; i < nops && i < 32; i++) {
+                    long long mm = 0, nn = 0;
+                    fused |= !strcmp(ops[i].op, "mixer_proj");
+                    const char *at = strstr(ops[i].shape, " M");
+                    if (!strcmp(ops[i].op, "linear") && at && sscanf(at, " M%lld N%lld", &mm, &nn) == 2 && mm == E)
+                        width = nn;
+                }
+                printf("  padded mixer %s C%d L%d N%d w%d: %s, x_proj width %lld, max |diff| %.3g (block part "
+                       "%.3g)\n",
+                       math == 2 ? "bf16" : "fp16", cases[ci].dim, cases[ci].tokens, cases[ci].d_state,
+                       cases[ci].d_conv, fused ? "fused projections" : "three ops", (long long)width, d, part);
+                CHECK(d <= 1e-3 * part && part > 0);
+                if (!fused)
+                    CHECK(width == Lp);
+                free(in), free(op), free(od);
+            }
+            mvrt_stream_destroy(s);
+            mvrt_graph_destroy(gp);
+            mvrt_graph_destroy(gd);
+            mvrt_model_destroy(m);
+        }
+    }
+}
+
 /* Batches of 64+ images run the stem and the ConvBlocks in two halves
  * (runtime/graph.c, batch_split): every image, on either side of the
  * split, gets the logits it gets alone. Batch 65 splits 32 + 33. */
@@ -1000,6 +1075,7 @@ int main(int argc, char **argv)
         test_workspace_plan(be);
     test_presets(be);
     test_math_modes(be);
+    test_mixer_padding(be);
     if (strcmp(mvrt_backend_name(be), "cpu") != 0) {
         test_blocks_vs_cpu(be);
         test_gpu_faults(be);
