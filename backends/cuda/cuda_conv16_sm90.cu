@@ -132,7 +132,13 @@ namespace th = cutlass::epilogue::thread;
  *   128x128x64 auto stages 3.29 (2.61); 128x128x64, 4 stages 3.32 (2.65);
  *   64x128x64, 4 stages 3.16 (2.83); 64x128x64, 3 stages 3.34 (3.07);
  *   128x128x64 with 2x1 clusters 3.46 (2.75)
- * so the 64-row tile serves K = 128 only.
+ * so at batch 256 the 64-row tile serves K = 128 only. At batch 1 the
+ * other multiples of 128 take it too, where 128 x 128 output tiles would
+ * number fewer than the SMs: MambaVision-B's 28 x 28 256-channel convs
+ * ran 14 CTAs of 128 x 128 (15.6-17.0 us each), its downsamplers 14, 8
+ * and 8 (10.7, 15.6 and 26.6 us: 49 or 196 output positions in 128-row
+ * tiles, K up to 4608; ncu, H200, session 61); 64-row tiles halve the
+ * rows each CTA multiplies and double the CTAs where M allows.
  * Any other K declines and the Sm80 kernels run it: 80 channels (faster
  * there), S's 96 and L's 392 (above). MambaVision-T at batch 256 in bf16:
  * 22 913 -> 23 903 img/s, B 9 629 -> 10 547 (H200); L 4 027 -> 4 130 with
@@ -157,6 +163,20 @@ template <class E, class Tile, int Stages = 0> struct acts {
     }
 };
 
+/* Whether p's output (nb images) makes fewer 128 x 128 tiles than the
+ * device has SMs (batch 1; false where the count cannot be read). */
+static bool few_128_tiles(const mvrt_conv2d_params_t *p, int nb)
+{
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    const int64_t m = (int64_t)nb * p->out_h * p->out_w;
+    return ((m + 127) / 128) * ((p->out_channels + 127) / 128) < sms;
+}
+
 template <class E> struct kernels {
     static bool loads()
     {
@@ -169,7 +189,8 @@ template <class E> struct kernels {
         if (p->out_channels == 160) return acts<E, Tile160>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         if (p->out_channels == 192) return acts<E, Tile192>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         if (p->out_channels == 200) return acts<E, Tile224>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
-        if (p->out_channels == 128) return acts<E, Tile64, 4>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
+        if (p->out_channels == 128 || few_128_tiles(p, nb))
+            return acts<E, Tile64, 4>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
         return acts<E, Tile128>::run(s, p, nb, cp, x, w, bias, r, y, msg, msg_n);
     }
 };

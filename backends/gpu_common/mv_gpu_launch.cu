@@ -234,7 +234,7 @@ int run_linear16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratc
     int64_t lda = a.cols, sa = a.count > 1 ? a.rows * a.cols : 0;
     gpuError_t e = gpuSuccess;
     if (fold) {
-        e = launch_to16_transposed(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, s);
+        e = launch_to16_transposed(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, ctx->sm_count, s);
         f.batch = 1; f.M = p.batch * p.M; f.ta = 0; f.sy = 0; f.sr = 0;
         lda = p.K; sa = 0;
     } else if (!p.a16) {
@@ -600,9 +600,15 @@ int run_conv2d(const mvrt_conv2d_params_t &p, void *scratch, const mvrt_gpu_op_c
 gpuError_t launch_mixer_proj(const mvrt_mixer_proj_params_t &p, bool dependent, gpuStream_t s)
 {
     const unsigned blocks = (unsigned)(p.batch * p.length);
-    const bool pre = mixer_proj_preloads(p);
-    void (*fn)(mvrt_mixer_proj_params_t) = p.width == 3 ? (pre ? mixer_proj_kernel<3, true> : mixer_proj_kernel<3, false>)
-                                                         : (pre ? mixer_proj_kernel<0, true> : mixer_proj_kernel<0, false>);
+    /* the weights in registers where they fit (mixer_proj_gpu.cuh's table) */
+    const int pre = mixer_proj_preload(p);
+    void (*fn)(mvrt_mixer_proj_params_t) =
+        p.width == 3 ? (pre == MPROJ_PRE_WIDE    ? mixer_proj_kernel<3, MPROJ_PRE_WIDE>
+                        : pre == MPROJ_PRE_SMALL ? mixer_proj_kernel<3, MPROJ_PRE_SMALL>
+                                                 : mixer_proj_kernel<3, MPROJ_PRE_NONE>)
+                     : (pre == MPROJ_PRE_WIDE    ? mixer_proj_kernel<0, MPROJ_PRE_WIDE>
+                        : pre == MPROJ_PRE_SMALL ? mixer_proj_kernel<0, MPROJ_PRE_SMALL>
+                                                 : mixer_proj_kernel<0, MPROJ_PRE_NONE>);
     return mvrt_launch_ex(fn, dim3(blocks), dim3(MVRT_MPROJ_THREADS), 0, s, 0, dependent, p);
 }
 

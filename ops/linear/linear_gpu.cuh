@@ -421,8 +421,8 @@ static inline mvrt_gpu_error_t launch_to16(int t16, const float *src, int64_t ro
  *
  * | shape | kernel | why (H200, batch 256, same process) |
  * |---|---|---|
- * | dense windows of <= 256 columns, 16-byte aligned, rows x cols a multiple of 4 (the scan's output) | to16_transposed_windows_kernel | B's stage-3 windows (C 512 x L 196) 0.0705 -> 0.0508 ms (2.2 -> 3.0 TB/s; a copy of the same bytes 0.045), stage 4 (1024 x 49) 0.0419 -> 0.0324 |
- * | any other (padded rows, longer rows, unaligned) | to16_transposed_tiles_kernel | the windows kernel's element-wise form was slower there: 512 x 196 at row stride 200 0.0709 vs 0.0772 ms, 100 x 300 (batch 64) 0.0117 vs 0.0179 |
+ * | dense windows of <= 256 columns, 16-byte aligned, rows x cols a multiple of 4 (the scan's output), at least one block of 64 rows per SM | to16_transposed_windows_kernel | B's stage-3 windows (C 512 x L 196) 0.0705 -> 0.0508 ms (2.2 -> 3.0 TB/s; a copy of the same bytes 0.045), stage 4 (1024 x 49) 0.0419 -> 0.0324 |
+ * | any other (padded rows, longer rows, unaligned; few windows: batch 1) | to16_transposed_tiles_kernel | the windows kernel's element-wise form was slower there: 512 x 196 at row stride 200 0.0709 vs 0.0772 ms, 100 x 300 (batch 64) 0.0117 vs 0.0179; at batch 1 (B's stage 3, one window) the windows kernel had 8 blocks on 132 SMs: 6.0 us (ncu, H200, session 61) against 56 tiles |
  *
  * Tiles: 64 rows x 32 columns through shared memory: a warp reads 32
  * consecutive floats of a row and writes one dst row's 64 values as 32
@@ -526,13 +526,17 @@ __global__ void __launch_bounds__(256) to16_transposed_windows_kernel(const floa
     }
 }
 
+/* sm_count: the device's SMs (the windows kernel only where its grid of
+ * 64-row blocks has one per SM) */
 static inline mvrt_gpu_error_t launch_to16_transposed(int t16, const float *src, int64_t rows, int64_t cols, int64_t ld,
-                                                         int64_t sstride, int64_t batch, uint16_t *dst,
+                                                         int64_t sstride, int64_t batch, uint16_t *dst, int sm_count,
                                                          mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
+    const int64_t window_blocks = batch * ((rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS);
     const bool windows = ld == cols && cols <= MVRT_T16T_WIN_COLS && rows * cols % 4 == 0 &&
-                         ((uintptr_t)src & 15u) == 0 && (batch == 1 || sstride % 4 == 0);
+                         ((uintptr_t)src & 15u) == 0 && (batch == 1 || sstride % 4 == 0) &&
+                         window_blocks >= sm_count;
     if (windows) {
         const dim3 grid(mvrt_min_u64(((uint64_t)rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS, 0x7fffffffu), 1,
                         mvrt_min_u64((uint64_t)batch, 65535));

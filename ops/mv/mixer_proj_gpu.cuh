@@ -33,9 +33,10 @@ namespace mvrt_mv_gpu {
 #define MVRT_MPROJ_H_MAX 2048 /* scan channels (C / 2) staged per block */
 #define MVRT_MPROJ_R_MAX 256  /* dt rank */
 #define MVRT_MPROJ_W_MAX 8    /* conv1d taps */
-/* blocks per SM that fit by registers (<= 97 of the PRE form, 256
- * threads; as a launch bound it made the compiler take 106 and the block
- * graph 2 us slower, H100): mixer_proj_one_wave */
+/* blocks per SM that fit by registers (102 / 107 of the preload forms,
+ * 256 threads; as a launch bound on the small form it made the compiler
+ * take 106 and the block graph 2 us slower, H100; the wide form has it):
+ * mixer_proj_one_wave */
 #define MVRT_MPROJ_BLOCKS_PER_SM 2
 /* Weights a block walks at most: x_proj's and dt_proj's h (E + R)
  * floats. Per call at batch 1 against the three ops it replaces (H200,
@@ -123,22 +124,43 @@ static __device__ __forceinline__ void mproj_finish_rows(float (&acc)[V], int e0
  * the conv1d taps when fixed at compile time (3: MambaVision's d_conv),
  * 0 for any width up to MVRT_MPROJ_W_MAX. Indices are 32-bit
  * (mixer_proj_fits bounds every tensor below 2^31 elements). */
-/* PRE: the x_proj and dt_proj weights a thread uses are loaded into
- * registers at the start, in flight with the conv1d's loads (one memory
- * round trip for the kernel instead of three); for E <= 40, h <= 256 and
- * R <= 24 (mixer_proj_preloads: MambaVision's stage-3 mixers). */
-#define MVRT_MPROJ_PRE_ROWS 5  /* x_proj rows per warp: E <= 40 */
-#define MVRT_MPROJ_PRE_K 8     /* channels per lane: h <= 256 */
-#define MVRT_MPROJ_PRE_R 24    /* dt rank */
-static inline bool mixer_proj_preloads(const mvrt_mixer_proj_params_t &p)
+/* Preloads: the x_proj and dt_proj weights a thread uses are loaded into
+ * registers at the start, in flight with the conv1d's loads (and, as a
+ * programmatic dependent launch, with the kernel before: one memory
+ * round trip for the kernel instead of three), for h <= 256. Two sizes
+ * (registers: sm_90, nvcc 13, width 3, no spills;
+ * mixer_proj_preload picks the smaller that holds E and R):
+ *
+ * | form | x_proj rows per warp (E) | dt rank | registers | serves |
+ * |---|---|---|---|---|
+ * | MPROJ_PRE_SMALL | 5 (E <= 40) | 24 | 102 | T's stage 3 (C 320): 9.2 -> 7.0 us (ncu, H100: backends/cuda/PERF_NOTES.md) |
+ * | MPROJ_PRE_WIDE | 6 (E <= 48) | 32 | 107, at most 128 (launch bound: 2 blocks per SM, so 196 tokens are one wave on 132 SMs) | B's stage 3 (C 512, E 48, R 32): 19.3 us walking the weights (ncu, H200, session 61) |
+ *
+ * Past these (h > 256, E > 48 or R > 32: T's and B's stage 4) the
+ * block walks the weights from L2 (mixer_proj_kernel<.., MPROJ_PRE_NONE>). */
+#define MVRT_MPROJ_PRE_K 8 /* channels per lane: h <= 256 */
+enum { MPROJ_PRE_NONE = 0, MPROJ_PRE_SMALL = 1, MPROJ_PRE_WIDE = 2 };
+template <int PRE> struct mproj_pre {
+    static constexpr int rows = PRE == MPROJ_PRE_WIDE ? 6 : PRE == MPROJ_PRE_SMALL ? 5 : 1;
+    static constexpr int k = PRE ? MVRT_MPROJ_PRE_K : 1;
+    static constexpr int r = PRE == MPROJ_PRE_WIDE ? 32 : PRE == MPROJ_PRE_SMALL ? 24 : 1;
+    /* the wide form's register budget for two blocks per SM */
+    static constexpr int min_blocks = PRE == MPROJ_PRE_WIDE ? MVRT_MPROJ_BLOCKS_PER_SM : 1;
+};
+static inline int mixer_proj_preload(const mvrt_mixer_proj_params_t &p)
 {
-    return p.dt_rank + 2 * p.dstate <= MVRT_MPROJ_PRE_ROWS * MVRT_MPROJ_WARPS &&
-           p.channels / 2 <= MVRT_MPROJ_PRE_K * 32 && p.channels / 2 <= MVRT_MPROJ_THREADS &&
-           p.dt_rank <= MVRT_MPROJ_PRE_R;
+    const int64_t E = p.dt_rank + 2 * p.dstate, h = p.channels / 2;
+    if (h > MVRT_MPROJ_PRE_K * 32 || h > MVRT_MPROJ_THREADS) return MPROJ_PRE_NONE;
+    if (E <= mproj_pre<MPROJ_PRE_SMALL>::rows * MVRT_MPROJ_WARPS && p.dt_rank <= mproj_pre<MPROJ_PRE_SMALL>::r)
+        return MPROJ_PRE_SMALL;
+    if (E <= mproj_pre<MPROJ_PRE_WIDE>::rows * MVRT_MPROJ_WARPS && p.dt_rank <= mproj_pre<MPROJ_PRE_WIDE>::r)
+        return MPROJ_PRE_WIDE;
+    return MPROJ_PRE_NONE;
 }
 
-template <int WT, bool PRE>
-__global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mixer_proj_params_t p)
+template <int WT, int PRE>
+__global__ void __launch_bounds__(MVRT_MPROJ_THREADS, mproj_pre<PRE>::min_blocks)
+    mixer_proj_kernel(mvrt_mixer_proj_params_t p)
 {
 #ifdef MVRT_MPROJ_DEVICE
     constexpr int WMAX = WT > 0 ? WT : MVRT_MPROJ_W_MAX;
@@ -149,26 +171,27 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
     const int E = R + 2 * N;
     const int W = WT > 0 ? WT : p.width, pad = (W - 1) / 2;
     const int t = (int)blockIdx.x, b = t / L, l = t - b * L;
-    float wx[PRE ? MVRT_MPROJ_PRE_ROWS : 1][PRE ? MVRT_MPROJ_PRE_K : 1], wd[PRE ? MVRT_MPROJ_PRE_R : 1];
-    if constexpr (PRE) {
+    constexpr int PROWS = mproj_pre<PRE>::rows, PK = mproj_pre<PRE>::k, PR = mproj_pre<PRE>::r;
+    float wx[PROWS][PK], wd[PR];
+    if constexpr (PRE != MPROJ_PRE_NONE) {
         /* one pointer per weight row, the steps along it immediate offsets,
          * the bounds as predicates computed once (per-load index arithmetic
          * and guards were over half of the kernel's instructions) */
-        bool kok[MVRT_MPROJ_PRE_K];
+        bool kok[PK];
 #pragma unroll
-        for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) kok[j] = lane + 32 * j < h;
+        for (int j = 0; j < PK; ++j) kok[j] = lane + 32 * j < h;
 #pragma unroll
-        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) {
+        for (int i = 0; i < PROWS; ++i) {
             const int e = warp + i * MVRT_MPROJ_WARPS;
             const bool rok = e < E;
             const float *w = p.x_proj_w + (rok ? e * h : 0) + lane;
 #pragma unroll
-            for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) wx[i][j] = mproj_ldg_if(w + 32 * j, rok && kok[j]);
+            for (int j = 0; j < PK; ++j) wx[i][j] = mproj_ldg_if(w + 32 * j, rok && kok[j]);
         }
         const int ch = threadIdx.x;
         const float *wr = p.dt_proj_w + (ch < h ? ch * R : 0);
 #pragma unroll
-        for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r) wd[r] = mproj_ldg_if(wr + r, ch < h && r < R);
+        for (int r = 0; r < PR; ++r) wd[r] = mproj_ldg_if(wr + r, ch < h && r < R);
     }
     /* a programmatic dependent launch preloads the weights above while
      * the kernel before runs; xz is that kernel's output */
@@ -199,17 +222,17 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
         }
     }
     __syncthreads();
-    if constexpr (PRE) {
+    if constexpr (PRE != MPROJ_PRE_NONE) {
         /* x_proj: warp w takes rows w + 8 i; dt_proj: thread ch */
-        float acc[MVRT_MPROJ_PRE_ROWS];
+        float acc[PROWS];
 #pragma unroll
-        for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) acc[i] = 0.f;
+        for (int i = 0; i < PROWS; ++i) acc[i] = 0.f;
 #pragma unroll
-        for (int j = 0; j < MVRT_MPROJ_PRE_K; ++j) {
+        for (int j = 0; j < PK; ++j) {
             const int k = lane + 32 * j;
             const float v = k < h ? vec[k] : 0.f;
 #pragma unroll
-            for (int i = 0; i < MVRT_MPROJ_PRE_ROWS; ++i) acc[i] += wx[i][j] * v;
+            for (int i = 0; i < PROWS; ++i) acc[i] += wx[i][j] * v;
         }
         mproj_finish_rows(acc, warp, E, R, p.dbl + b * E * L + l, L, dtr, lane);
         __syncthreads();
@@ -217,7 +240,7 @@ __global__ void __launch_bounds__(MVRT_MPROJ_THREADS) mixer_proj_kernel(mvrt_mix
         if (ch < h) {
             float a = 0.f;
 #pragma unroll
-            for (int r = 0; r < MVRT_MPROJ_PRE_R; ++r)
+            for (int r = 0; r < PR; ++r)
                 if (r < R) a += wd[r] * dtr[r];
             p.dt[(b * h + ch) * L + l] = mproj_dt_out(p, a, __ldg(p.dt_bias + ch));
         }

@@ -1342,7 +1342,7 @@ static int case_pool_nhwc16(const char *name, int64_t batch, int64_t C, int64_t 
  * 3 -> 32 from NCHW floats, 56x56x80 conv blocks, 160-channel tiles,
  * downsamplers), odd sizes, batch 1, ReLU / tanh GELU / residual
  * epilogues. */
-#define NHWC16_CONV_CASES 49
+#define NHWC16_CONV_CASES 53
 #define NHWC16_SMALLK_CASES 9 /* the conv16_stem_* and conv16_stemtc_* cases from NCHW floats */
 static int run_nhwc16_cases(void)
 {
@@ -1392,12 +1392,15 @@ static int run_nhwc16_cases(void)
      * tiles on CUDA where no multiple of 128 channels comes out
      * (cuda_conv_3xtf32.cu, few_tiles): L's 28 x 28 and 56 x 56 (stored
      * 200) convs and a downsampler; B's 28 x 28 (256 channels) keeps the
-     * sm_90a kernel */
+     * sm_90a kernels, on their 64x128 tile (fewer 128 x 128 tiles than
+     * SMs), as do B's batch-1 downsamplers (49 and 196 positions) */
     taken += case_conv2d_nhwc16("conv16_few_L_28x28x392_gelut_b1", 1, 392, 28, 28, 392, 1, MVRT_ACT_GELU_TANH, 0, 1);
     taken += case_conv2d_nhwc16_stored("conv16_few_Lp_56x56x196_res_b1", 1, 196, 56, 56, 196, 1, MVRT_ACT_NONE, 1, 1,
                                        200, 200);
     taken += case_conv2d_nhwc16("conv16_few_L_392to784_s2_b1", 1, 392, 28, 28, 784, 2, MVRT_ACT_NONE, 0, 1);
     taken += case_conv2d_nhwc16("conv16_B_28x28x256_res_b1", 1, 256, 28, 28, 256, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_B_256to512_s2_gelut_b1", 1, 256, 28, 28, 512, 2, MVRT_ACT_GELU_TANH, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_B_512to1024_s2_b1", 1, 512, 14, 14, 1024, 2, MVRT_ACT_NONE, 0, 1);
     taken += case_conv2d_nhwc16_stored("conv16_p_12to20_odd_res", 2, 12, 7, 9, 20, 1, MVRT_ACT_NONE, 1, 1, 16, 24);
     taken += case_conv2d_nhwc16_stored("conv16_p_stem_c3_to12", 2, 3, 13, 11, 12, 2, MVRT_ACT_RELU, 0, 0, 0, 16);
     /* filters prepared at graph creation (the graph's form for every conv
@@ -1409,11 +1412,15 @@ static int run_nhwc16_cases(void)
     taken += case_conv2d_nhwc16_prepared("conv16_prep_Lp_196to392_s2", 2, 196, 15, 14, 392, 2, MVRT_ACT_NONE, 0, 200, 0);
     taken += case_conv2d_nhwc16_prepared("conv16_prep_p_12to20_res", 2, 12, 7, 9, 20, 1, MVRT_ACT_NONE, 1, 16, 24);
     /* MambaVision-B's 128 / 256 channels (the sm_90a kernels' 64x128 tile
-     * for K = 128, 128x128 for 256; the 160-channel cases above take their
-     * 128x160 tile, the 80-channel ones the Sm80 kernels) */
+     * for K = 128 and for these few tiles, 128x128 for 256 channels over
+     * at least one 128 x 128 tile per SM: the two c8 cases, 144 tiles;
+     * the 160-channel cases above take their 128x160 tile, the 80-channel
+     * ones the Sm80 kernels) */
     taken += case_conv2d_nhwc16("conv16_B_20x18x128_res_b2", 2, 128, 20, 18, 128, 1, MVRT_ACT_NONE, 1, 1);
     taken += case_conv2d_nhwc16("conv16_B_13x15x128_gelut_b3", 3, 128, 13, 15, 128, 1, MVRT_ACT_GELU_TANH, 0, 1);
     taken += case_conv2d_nhwc16("conv16_B_128to256_s2_gelut", 3, 128, 15, 17, 256, 2, MVRT_ACT_GELU_TANH, 0, 1);
+    taken += case_conv2d_nhwc16("conv16_many_tiles_c8_to256_res_b4", 4, 8, 48, 48, 256, 1, MVRT_ACT_NONE, 1, 1);
+    taken += case_conv2d_nhwc16("conv16_many_tiles_c8_to256_gelut_b4", 4, 8, 48, 48, 256, 1, MVRT_ACT_GELU_TANH, 0, 1);
     /* MambaVision-S's 192 channels (the 128x192 tile): residual, and a
      * downsampler into them from 96 */
     taken += case_conv2d_nhwc16("conv16_S_13x15x192_res_b2", 2, 192, 13, 15, 192, 1, MVRT_ACT_NONE, 1, 1);
@@ -1864,13 +1871,19 @@ static void run_gemm_cases(void)
     case_linear_fold("linear_fold_outproj_b5_L49_residual", 5, 49, 640, 640, 1);
     case_linear_fold("linear_fold_odd_b3_M7_N9_K13_bias", 3, 7, 9, 13, 2);
     /* the transposing stage's two kernels (linear_gpu.cuh): whole windows
-     * with a row tail (100 = 64 + 36) and rows of 33 (16-byte pieces across
-     * rows), MambaVision-B's stage-3 and stage-4 windows; 64 x 32 tiles for
-     * rows longer than a window tile (300) and, above, the unaligned odd
-     * case */
+     * (where their 64-row blocks number at least the SMs: 128 windows of
+     * 2, 17 of 8, 16 of 16) with a row tail (100 = 64 + 36) and rows of 33
+     * (16-byte pieces across rows), MambaVision-B's stage-3 and stage-4
+     * windows; 64 x 32 tiles for rows longer than a window tile (300), for
+     * few windows (batch 1 to 3: B's shapes) and, above, the unaligned
+     * odd case */
+    case_linear_fold("linear_fold_K100_M33_b128_residual", 128, 33, 64, 100, 1);
+    case_linear_fold("linear_fold_outproj_b17_L196_C512", 17, 196, 512, 512, 1);
+    case_linear_fold("linear_fold_outproj_b16_L49_C1024", 16, 49, 1024, 1024, 1);
     case_linear_fold("linear_fold_K100_M33_b3_residual", 3, 33, 64, 100, 1);
     case_linear_fold("linear_fold_outproj_b2_L196_C512", 2, 196, 512, 512, 1);
     case_linear_fold("linear_fold_outproj_b3_L49_C1024", 3, 49, 1024, 1024, 1);
+    case_linear_fold("linear_fold_outproj_b1_L196_C512", 1, 196, 512, 512, 1);
     case_linear_fold("linear_fold_M300_K70_b2_inplace", 2, 300, 64, 70, 0);
     case_graph();
 }

@@ -682,7 +682,8 @@ static void test_blocks(mvrt_backend_t *be)
  * stage 3) and edges: L = 1,
  * L = 256 and 257, channel counts and lengths off multiples of 32, N = 5
  * and 16 states, 3 and 4 taps, several sequences, layer scale, C = 608
- * and 640 (the fused projections' general path: h > 256). The CPU
+ * and 640 (the fused projections' general path: h > 256), C = 512 and
+ * 448 (its wide preload: E 44-48, R 28-32). The CPU
  * ops are checked against the double references (test_mv_ops, golden
  * files); here the tolerance is fp32 rounding over the block's sums: max
  * |diff| <= 1e-4 of the largest output and <= 1e-3 of the block's own
@@ -718,6 +719,9 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
         {96, 256, 1, 16, 3, 4, 0}, {160, 49, 4, 8, 3, 4, 0}, {32, 257, 1, 8, 3, 2, 0},
         {640, 49, 1, 8, 3, 4, 0}, {608, 9, 2, 16, 4, 2, 0}, {320, 196, 1, 8, 3, 4, 8},
         {640, 49, 1, 8, 3, 4, 16}, {80, 37, 2, 8, 3, 4, 5}, {1024, 49, 1, 8, 3, 4, 0},
+        /* the wide preload of the fused projections (E 48, R 32:
+         * MambaVision-B's stage 3; E 44, R 28, any width, two sequences) */
+        {512, 196, 1, 8, 3, 4, 0}, {448, 23, 2, 8, 4, 2, 0},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const int attention = cases[ci].heads > 0;
