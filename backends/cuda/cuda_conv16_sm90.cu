@@ -9,6 +9,17 @@
 #include <cstdint>
 #include <cstdio>
 
+extern "C" int mvrt_cuda_current_sm_count(void)
+{
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return sms;
+}
+
 #if defined(MVRT_HAVE_SM90A_CUTLASS) && defined(MVRT_HAVE_SM90A_CUTLASS_CONV)
 #include "cutlass/cutlass.h"
 #include "cute/tensor.hpp"
@@ -167,12 +178,7 @@ template <class E, class Tile, int Stages = 0> struct acts {
  * device has SMs (batch 1; false where the count cannot be read). */
 static bool few_128_tiles(const mvrt_conv2d_params_t *p, int nb)
 {
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
+    const int sms = mvrt_cuda_current_sm_count();
     const int64_t m = (int64_t)nb * p->out_h * p->out_w;
     return ((m + 127) / 128) * ((p->out_channels + 127) / 128) < sms;
 }

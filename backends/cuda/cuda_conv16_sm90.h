@@ -37,6 +37,10 @@
 extern "C" {
 #endif
 
+/* The current device's multiprocessor count (the tile choices at few
+ * output tiles here and in cuda_conv_3xtf32.cu); 0 where it cannot be
+ * read (the error is cleared). */
+int mvrt_cuda_current_sm_count(void);
 /* 1 when the sm_90a kernels are built and load on the current device. */
 int mvrt_cuda_conv16_sm90_usable(void);
 int mvrt_cuda_conv16_sm90(cudaStream_t s, const mvrt_conv2d_params_t *p, int t16, int nb, int cp, const void *x,

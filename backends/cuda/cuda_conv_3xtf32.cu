@@ -490,12 +490,7 @@ int run_fused_act(cudaStream_t s, const mvrt_conv2d_params_t *p, int nb, int cp,
  * under 2^28 products per conv; batch 256 has hundreds of tiles. */
 static bool few_tiles(const mvrt_conv2d_params_t *p, int nb, int cp, int kp)
 {
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
+    const int sms = mvrt_cuda_current_sm_count();
     const int64_t m = (int64_t)nb * p->out_h * p->out_w;
     const double products = (double)m * kp * cp * p->kernel * p->kernel;
     return ((m + 127) / 128) * ((kp + 127) / 128) * 2 <= sms && products >= (double)(1 << 28);
