@@ -175,7 +175,8 @@ template <class E, class Tile, int Stages = 0> struct acts {
 };
 
 /* Whether p's output (nb images) makes fewer 128 x 128 tiles than the
- * device has SMs (batch 1; false where the count cannot be read). */
+ * device has SMs (small batches: batch 1 to 10 for B's 28 x 28 convs;
+ * false where the count cannot be read). */
 static bool few_128_tiles(const mvrt_conv2d_params_t *p, int nb)
 {
     const int sms = mvrt_cuda_current_sm_count();
