@@ -692,7 +692,7 @@ static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, 
  * of 8 (with 49 tokens, MambaVision-B stage 4, it ran `nn_align1`
  * fallbacks: x_proj 12.9 us, dt_proj 4.6 us; row strides alone did not
  * change that: backends/cuda/PERF_NOTES.md, session 60). The columns
- * past L of u are zeros (mixer_u_buf), so those of dbl and dt are finite;
+ * past L of u are zeros (buf_zeroed), so those of dbl and dt are finite;
  * the scan reads only L. Else L: the fused middle writes dense rows, and
  * several sequences make the GEMMs batched ones of their own shapes. */
 static int64_t mixer_token_stride(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C)
