@@ -609,23 +609,29 @@ static inline mvrt_gpu_error_t launch_gemm_smallk(const gemm_args &g, mvrt_gpu_s
 }
 
 /* The same short K at many outputs, A shared by the batch: the mixer's
- * dt_proj over windows (MambaVision-B stage 3 at batch 256: 256 x (256 x
- * 196) outputs, K = 32, a per-row bias). The vendor path ran a 16-bit
- * copy of B (16-bit modes), a batched GEMM of 256 small products and an
- * epilogue pass over the fp32 output: 0.093 ms per call on an H200. Here
- * (0.070 ms) one block takes item b's rows [m0, m0 + rows) and all N
- * columns: B_b (K x N) and the block's rows of A (read as fp32 or widened
- * from 16 bits, a16) are staged in shared memory, each thread computes 4
- * rows x 4 adjacent columns per pass of its row group as fp32 FMA chains
- * (as accurate as the fp32 GEMM, in every math mode), then bias and
- * activation are applied and the 4 columns stored as one float4 where Y's
- * rows allow (vec4). Takes N <= 4 * 64 columns (threads of a row group),
- * K <= MVRT_SMALLK_GEMM_K, beta 0, no residual and more than
- * MVRT_SMALLK_GEMM_OUTPUTS outputs (gemm_smallk_kernel keeps fewer: batch
- * 1). Not kept (session 42, backends/cuda/PERF_NOTES.md): K in chunks for
- * x_proj (K 256: 0.112 ms against the vendor path's 0.058) with four
- * passes per block (dt_proj 0.070 -> 0.096 ms). */
+ * dt_proj over windows (MambaVision-B at batch 256: stage 3, 256 x (256 x
+ * 196) outputs, K = 32; stage 4, 256 x (512 x 49), K = 64; a per-row
+ * bias). The vendor path ran a 16-bit copy of B (16-bit modes), a batched
+ * GEMM of 256 small products and an epilogue pass over the fp32 output:
+ * 0.093 ms per stage-3 call on an H200. Here one block takes item b's
+ * rows [m0, m0 + rows) and all N columns: B_b (K x N) and the block's
+ * rows of A (read as fp32 or widened from 16 bits, a16) are staged in
+ * shared memory, each thread computes 8 rows x 4 adjacent columns as fp32
+ * FMA chains (as accurate as the fp32 GEMM, in every math mode), then bias
+ * and activation are applied and each row's 4 columns stored as one float4
+ * where Y's rows allow (vec4). Staging keeps MVRT_SMALLKB_LOADS loads in
+ * flight per thread (16-byte ones for B where its rows allow). The first
+ * form loaded one element at a time and computed 4 x 4 tiles (2 shared
+ * vectors per 16 FMAs) in two passes: stage 3 0.069 -> 0.059 ms with this
+ * one, stage 4 0.069 -> 0.070 (H200, same build, two rounds; ncu at stage
+ * 3: SM 69 %, memory 46 %, 64 registers, so 4 blocks per SM). Takes N <=
+ * 4 * 64 columns (threads of a row group), K <= MVRT_SMALLK_GEMM_K, beta
+ * 0, no residual and more than MVRT_SMALLK_GEMM_OUTPUTS outputs
+ * (gemm_smallk_kernel keeps fewer: batch 1). Not kept (session 42): K in
+ * chunks for x_proj (K 256: 0.112 ms against the vendor path's 0.058). */
 #define MVRT_SMALLKB_THREADS 256
+#define MVRT_SMALLKB_ROWS 8  /* rows per thread */
+#define MVRT_SMALLKB_LOADS 8 /* staging loads in flight per thread */
 struct smallkb_plan {
     int col_groups, row_groups, rows; /* threads per row group, row groups, rows per block */
     size_t smem;                      /* bytes: B_b (K x 4 col_groups) then A^T (K x rows) */
@@ -635,10 +641,10 @@ static inline smallkb_plan smallkb_plan_for(const gemm_args &g)
     smallkb_plan pl = {0, 0, 0, 0};
     if (g.N <= 0 || g.N > 4 * 64 || g.K <= 0 || g.K > MVRT_SMALLK_GEMM_K) return pl;
     pl.col_groups = (int)((g.N + 3) / 4);
-    pl.row_groups = MVRT_SMALLKB_THREADS / pl.col_groups;
-    /* two passes of the row groups per block where the staging fits 48 KB */
-    for (int passes = 2; passes >= 1; passes--) {
-        pl.rows = 4 * pl.row_groups * passes;
+    /* as many row groups as the threads allow and the staging fits 48 KB
+     * (stage 4 above: 19 -> 17) */
+    for (pl.row_groups = MVRT_SMALLKB_THREADS / pl.col_groups; pl.row_groups > 0; pl.row_groups--) {
+        pl.rows = MVRT_SMALLKB_ROWS * pl.row_groups;
         pl.smem = sizeof(float) * (size_t)g.K * (size_t)(4 * pl.col_groups + pl.rows);
         if (pl.smem <= 48u * 1024u) return pl;
     }
@@ -654,9 +660,13 @@ static inline bool gemm_smallk_batched_takes(const gemm_args &g, int a16)
     const smallkb_plan pl = smallkb_plan_for(g);
     return pl.smem > 0 && (g.M + pl.rows - 1) / pl.rows <= 65535;
 }
+/* b_vec4: B's rows are float4 runs (N and ldb multiples of 4, 16-byte
+ * aligned items), so NP == N and the staging loads 16 bytes at a time */
 template <int A16>
-__global__ void __launch_bounds__(MVRT_SMALLKB_THREADS) gemm_smallk_batched_kernel(gemm_args g, smallkb_plan pl, bool vec4)
+__global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
+    gemm_smallk_batched_kernel(gemm_args g, smallkb_plan pl, bool vec4, bool b_vec4)
 {
+    constexpr int T = MVRT_SMALLKB_THREADS, U = MVRT_SMALLKB_LOADS, RT = MVRT_SMALLKB_ROWS;
     extern __shared__ float4 smallkb_buf4[];
     float *Bs = reinterpret_cast<float *>(smallkb_buf4);
     const int K = (int)g.K, N = (int)g.N, NP = 4 * pl.col_groups, RP = pl.rows;
@@ -664,52 +674,93 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS) gemm_smallk_batched_kern
     const int64_t b = blockIdx.x, m0 = (int64_t)blockIdx.y * RP;
     const int rows = (int)(g.M - m0 < RP ? g.M - m0 : RP);
     const float *B = g.B + b * g.sb;
-    for (int i = threadIdx.x; i < K * NP; i += MVRT_SMALLKB_THREADS) {
-        const int k = i / NP, n = i - k * NP;
-        Bs[i] = n < N ? B[(int64_t)k * g.ldb + n] : 0.f;
-    }
-    for (int i = threadIdx.x; i < K * RP; i += MVRT_SMALLKB_THREADS) {
-        const int r = i / K, k = i - r * K; /* consecutive threads along A's row */
-        float a = 0.f;
-        if (r < rows) {
-            const int64_t at = (m0 + r) * g.lda + k;
-            if (A16) a = mvrt_h16_to_f32<(A16 ? A16 : MVRT_STORAGE16_BF16)>(reinterpret_cast<const unsigned short *>(g.A)[at]);
-            else a = g.A[at];
+    if (b_vec4) {
+        const int NQ = NP / 4, total = K * NQ;
+        for (int i0 = threadIdx.x; i0 < total; i0 += U * T) {
+            float4 v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = i0 + u * T, k = i / NQ, q = i - k * NQ;
+                if (i < total) v[u] = *reinterpret_cast<const float4 *>(B + (int64_t)k * g.ldb + 4 * q);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (i0 + u * T < total) reinterpret_cast<float4 *>(Bs)[i0 + u * T] = v[u];
         }
-        As[k * RP + r] = a;
+    } else {
+        const int total = K * NP;
+        for (int i0 = threadIdx.x; i0 < total; i0 += U * T) {
+            float v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = i0 + u * T, k = i / NP, n = i - k * NP;
+                v[u] = i < total && n < N ? B[(int64_t)k * g.ldb + n] : 0.f;
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (i0 + u * T < total) Bs[i0 + u * T] = v[u];
+        }
+    }
+    {
+        const int total = K * RP;
+        for (int i0 = threadIdx.x; i0 < total; i0 += U * T) {
+            float v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = i0 + u * T, r = i / K, k = i - r * K; /* consecutive threads along A's row */
+                v[u] = 0.f;
+                if (i < total && r < rows) {
+                    const int64_t at = (m0 + r) * g.lda + k;
+                    if (A16)
+                        v[u] = mvrt_h16_to_f32<(A16 ? A16 : MVRT_STORAGE16_BF16)>(
+                            reinterpret_cast<const unsigned short *>(g.A)[at]);
+                    else
+                        v[u] = g.A[at];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = i0 + u * T, r = i / K, k = i - r * K;
+                if (i < total) As[k * RP + r] = v[u];
+            }
+        }
     }
     __syncthreads();
     const int cg = threadIdx.x % pl.col_groups, rg = threadIdx.x / pl.col_groups;
-    if (rg >= pl.row_groups) return;
-    float *Y = g.Y + b * g.sy;
-    for (int r0 = 4 * rg; r0 < rows; r0 += 4 * pl.row_groups) {
-        float acc[4][4] = {};
-        for (int k = 0; k < K; k++) {
-            const float4 bv = *reinterpret_cast<const float4 *>(Bs + k * NP + 4 * cg);
-            const float4 av = *reinterpret_cast<const float4 *>(As + k * RP + r0); /* RP % 4 == 0, r0 % 4 == 0 */
-            const float a[4] = {av.x, av.y, av.z, av.w}, bb[4] = {bv.x, bv.y, bv.z, bv.w};
+    const int r0 = RT * rg;
+    if (rg >= pl.row_groups || r0 >= rows) return;
+    float acc[RT][4] = {};
+    for (int k = 0; k < K; k++) {
+        const float4 bv = *reinterpret_cast<const float4 *>(Bs + k * NP + 4 * cg);
+        const float bb[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+        for (int h = 0; h < RT / 4; h++) {
+            /* RP and r0 are multiples of 8: 16-byte aligned */
+            const float4 av = *reinterpret_cast<const float4 *>(As + k * RP + r0 + 4 * h);
+            const float a[4] = {av.x, av.y, av.z, av.w};
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] = fmaf(a[i], bb[j], acc[i][j]);
+                for (int j = 0; j < 4; j++) acc[4 * h + i][j] = fmaf(a[i], bb[j], acc[4 * h + i][j]);
         }
-        const int n0 = 4 * cg;
+    }
+    float *Y = g.Y + b * g.sy;
+    const int n0 = 4 * cg;
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            if (r0 + i >= rows) break;
-            const int64_t m = m0 + r0 + i;
-            float v[4];
+    for (int i = 0; i < RT; i++) {
+        if (r0 + i >= rows) break;
+        const int64_t m = m0 + r0 + i;
+        float v[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            v[j] = act_apply(g.act, acc[i][j] + (g.bias ? g.bias[g.bias_per_row ? m : n0 + j] : 0.f));
+        float *y = Y + m * g.ldy + n0;
+        if (vec4 && n0 + 3 < N) {
+            *reinterpret_cast<float4 *>(y) = make_float4(v[0], v[1], v[2], v[3]);
+        } else {
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                v[j] = act_apply(g.act, acc[i][j] + (g.bias ? g.bias[g.bias_per_row ? m : n0 + j] : 0.f));
-            float *y = Y + m * g.ldy + n0;
-            if (vec4 && n0 + 3 < N) {
-                *reinterpret_cast<float4 *>(y) = make_float4(v[0], v[1], v[2], v[3]);
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    if (n0 + j < N) y[j] = v[j];
-            }
+                if (n0 + j < N) y[j] = v[j];
         }
     }
 }
@@ -719,12 +770,13 @@ static inline mvrt_gpu_error_t launch_gemm_smallk_batched(const gemm_args &g, in
     const smallkb_plan pl = smallkb_plan_for(g);
     const dim3 grid((unsigned)g.batch, (unsigned)((g.M + pl.rows - 1) / pl.rows));
     const bool vec4 = g.ldy % 4 == 0 && g.sy % 4 == 0 && ((uintptr_t)g.Y & 15u) == 0;
+    const bool b_vec4 = g.N % 4 == 0 && g.ldb % 4 == 0 && g.sb % 4 == 0 && ((uintptr_t)g.B & 15u) == 0;
     if (a16 == MVRT_STORAGE16_BF16)
-        gemm_smallk_batched_kernel<MVRT_STORAGE16_BF16><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4);
+        gemm_smallk_batched_kernel<MVRT_STORAGE16_BF16><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4);
     else if (a16 == MVRT_STORAGE16_F16)
-        gemm_smallk_batched_kernel<MVRT_STORAGE16_F16><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4);
+        gemm_smallk_batched_kernel<MVRT_STORAGE16_F16><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4);
     else
-        gemm_smallk_batched_kernel<0><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4);
+        gemm_smallk_batched_kernel<0><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4);
     return mvrt_gpu_get_last_error();
 }
 

@@ -5,12 +5,14 @@
  * for GEMM-like ops, GB/s of the minimal traffic for the others).
  * <prefix>GEMM=builtin in the environment times our own GEMM kernel.
  * "batch1": only the batch-1 16-bit linears of MambaVision-B, each replayed
- * in a CUDA graph (the graph runner's cost), bf16 beside fp16.
- * usage: bench_cuda_ops PLUGIN_PATH [batch1] */
+ * in a CUDA graph (the graph runner's cost), bf16 beside fp16; any other
+ * TEXT: only the rows whose name contains it (e.g. "dt_proj").
+ * usage: bench_cuda_ops PLUGIN_PATH [batch1 | TEXT] */
 #include "cuda_test_util.h"
 
 static const mvrt_plugin_vtable_t *vt;
 static void *dev, *stream;
+static const char *row_filter; /* NULL: every row */
 
 static void *dalloc_rand(int64_t n)
 {
@@ -34,6 +36,7 @@ static int cmpf(const void *a, const void *b)
 /* flops > 0: prints GFLOP/s; else bytes -> GB/s */
 static void bench(const char *name, const mvrt_op_params_t *p, double flops, double bytes)
 {
+    if (row_filter && !strstr(name, row_filter)) return;
     size_t sb = 0;
     TU_CHECK(vt->op_scratch_size(dev, p, &sb));
     void *scratch = NULL;
@@ -171,7 +174,7 @@ static void bench_batch1_linears(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN [batch1]\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s PLUGIN [batch1 | TEXT]\n", argv[0]); return 2; }
     vt = tu_open_plugin(argv[1], &dev);
     stream = vt->default_stream(dev);
     if (argc > 2 && strcmp(argv[2], "batch1") == 0) {
@@ -183,6 +186,7 @@ int main(int argc, char **argv)
         vt->device_close(dev);
         return 0;
     }
+    if (argc > 2) row_filter = argv[2];
     const int64_t B = 256, L = 196, C = 320, T = B * L;
     mvrt_op_params_t p;
 
@@ -211,6 +215,11 @@ int main(int argc, char **argv)
     bench("linear dt_proj b256 256x196x32 rowbias fp32", &p, 2.0 * B * 256 * L * 32, 4.0 * B * (32 + 256) * L);
     p.u.linear.math = MVRT_MATH_BF16;
     bench("linear dt_proj b256 256x196x32 rowbias bf16", &p, 2.0 * B * 256 * L * 32, 4.0 * B * (32 + 256) * L);
+    /* ... and over stage 4's: DT_b (512, 49) = W (512, 64) . DBL_b[0:64] (80
+     * rows of 49 per window) */
+    p.u.linear = (mvrt_linear_params_t){B, 512, 49, 64, w1, 64, 0, 0, h, 49, 80 * 49, 0, y, 49, 512 * 49, b1, 1,
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_BF16, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
+    bench("linear dt_proj b256 512x49x64 rowbias bf16", &p, 2.0 * B * 512 * 49 * 64, 4.0 * B * (64 + 512) * 49);
     /* x_proj there: DBL_b (48, 196) = W (48, 256) . MX_b (256, 196) (y
      * holds MX, h DBL) */
     p.u.linear = (mvrt_linear_params_t){B, 48, L, 256, w1, 256, 0, 0, y, L, 256 * L, 0, h, L, 48 * L, NULL, 0,

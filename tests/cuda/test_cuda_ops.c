@@ -408,7 +408,10 @@ static void case_linear_smallkb(const char *name, int64_t batch, int64_t M, int6
                                 int64_t pad, int act)
 {
     if (!selected(name)) return;
-    const int64_t lda = K + pad, ldb = N + pad, ldy = N + pad, sb = K * ldb + 3, sy = M * ldy + (pad ? 5 : 0);
+    /* gapped items: unpadded ones keep 16-byte alignment (the kernel's
+     * 16-byte staging loads), padded ones do not */
+    const int64_t lda = K + pad, ldb = N + pad, ldy = N + pad, sb = K * ldb + (pad ? 3 : 4),
+                  sy = M * ldy + (pad ? 5 : 0);
     buf_t A = buf_rand(M * lda, -1.0, 1.0), B = buf_rand(batch * sb, -1.0, 1.0), bias = buf_rand(M, -1.0, 1.0);
     buf16_t A16 = {0, 0, 0};
     if (a16) { /* the reference multiplies the weight as stored */
@@ -1849,12 +1852,14 @@ static void run_linear_storage_cases(void)
     case_linear_storage_res("linear_res16_fp32_math_sep", 2, 65, 40, 72, 0, 1, 1, 1, NONE, FP32, 2, RES_SEPARATE);
     case_linear_storage_res("linear_res16_bf16_K0", 1, 4, 8, 0, 0, 1, 1, 1, NONE, BF16, 0, RES_INPLACE);
     /* dt_proj over windows (gemm_smallk_batched_kernel): MambaVision-B's
-     * stage 3 (K 32, 196 columns: float4 stores) with a 16-bit weight,
-     * T's stage 4 (49 columns: scalar stores) in fp32, a padded odd form
-     * with K 64 (one pass of row groups fits 48 KB) and GELU, K 1 with
-     * the widest N (256) */
+     * stage 3 (K 32, 196 columns: 16-byte staging loads and float4
+     * stores) with a 16-bit weight, T's stage 4 (49 columns: scalar loads
+     * and stores) in fp32, B's stage 4 (K 64: row groups cut from 19 to 17
+     * to fit 48 KB; 512 rows in blocks of 136, the last one partial), a
+     * padded odd form with K 64 and GELU, K 1 with the widest N (256) */
     case_linear_smallkb("linear_smallkb_dtproj_B_s3_a16", 24, 256, 196, 32, 1, BF16, 0, NONE);
     case_linear_smallkb("linear_smallkb_dtproj_T_s4_fp32", 80, 320, 49, 40, 0, FP32, 0, NONE);
+    case_linear_smallkb("linear_smallkb_dtproj_B_s4_a16", 48, 512, 49, 64, 1, BF16, 0, NONE);
     case_linear_smallkb("linear_smallkb_pad_K64_gelu_fast", 30, 301, 130, 64, 0, FAST, 3, GELU);
     case_linear_smallkb("linear_smallkb_K1_N256_a16", 20, 250, 256, 1, 1, BF16, 0, SILU);
     run_linear_batch1_16_cases();
