@@ -4,6 +4,9 @@
 W=${1:-560}; D=/tmp/d; T=$(date +%s)
 if [ ! -d $D ]; then
   [ -d .cutlass/include ] || { echo "no pipeline and no .cutlass here: a fresh machine without the carried paths"; exit 3; }
+  # without CUTLASS's tools/util/include the 16-bit convs fall back to the Sm80 kernels (session 62)
+  [ -f .cutlass/tools/util/include/cutlass/util/packed_stride.hpp ] || {
+    echo "no .cutlass/tools/util/include: the sm_90a convs would not be built"; exit 3; }
   mkdir -p $D/tj; nohup python3 -c 'import os; os.setsid(); os.execvp("bash", ["bash", "bench/anchors/lease.sh"])' > $D/pipe.out 2>&1 < /dev/null & sleep 2; echo "pipeline started"
 fi
 while [ ! -f $D/all.done ] && [ $(( $(date +%s) - T )) -lt $W ]; do sleep 5; done
