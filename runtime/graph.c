@@ -207,6 +207,13 @@ static void pin(builder_t *b, const float *p)
 /* A workspace tensor as buf's that holds zeros when the graph is created
  * and is live over the whole graph, so that bytes no op writes (a padded
  * row's tail) stay zero in every run. */
+/* Element i of a buffer of floats, or (half) of 16-bit values: buffers
+ * keep the float * type whatever they hold. */
+static float *elem_at(float *base, int64_t i, int half)
+{
+    return (float *)(void *)((char *)base + i * (half ? 2 : 4));
+}
+
 static float *buf_zeroed(builder_t *b, int64_t n, int half)
 {
     float *t = buf(b, n, half);
@@ -448,6 +455,7 @@ static int backend_takes_weights16(mvrt_backend_t *be, int math, int type16)
     l->trans_b = 1;
     l->math = math;
     l->b16 = type16;
+    l->b_constant = 1; /* a weight (the CPU takes 16-bit activations only) */
     return backend_takes(be, &probe);
 }
 
@@ -616,9 +624,10 @@ static int mixer_proj_fused(builder_t *b, const char *p, int64_t Bw, int64_t L, 
 /* silu(conv1d) of both halves of XZ in one op, token-major in,
  * channel-major out: x to MX (the scan's u; rows Lp apart:
  * mixer_token_stride), z straight into the lower half of YZ (rows L
- * apart); xz16: XZ is 16-bit; MX16 (or NULL): a 16-bit copy of MX. */
+ * apart); xz16: XZ is 16-bit; MX16 (or NULL): a 16-bit copy of MX;
+ * y16: MX and YZ are 16-bit (the 16-bit chain: mixer_storage16). */
 static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, const float *XZ,
-                          int xz16, float *MX, float *MX16, float *YZ, mvrt_op_params_t *op)
+                          int xz16, float *MX, float *MX16, float *YZ, int y16, mvrt_op_params_t *op)
 {
     const int64_t h = C / 2;
     memset(op, 0, sizeof *op);
@@ -632,19 +641,21 @@ static void mixer_conv_op(builder_t *b, const char *p, int64_t Bw, int64_t L, in
     q->y_stride[0] = h * Lp, q->y_stride[1] = Lp, q->y_stride[2] = 1;
     q->weight = weight(b, p, "mixer.conv1d_x.weight");
     q->split = h;
-    q->y2 = YZ + h * L;
+    q->y2 = elem_at(YZ, h * L, y16);
     q->y2_stride[0] = C * L, q->y2_stride[1] = L, q->y2_stride[2] = 1;
     q->weight2 = weight(b, p, "mixer.conv1d_z.weight");
     q->y_copy = MX16;
     q->y_copy16 = MX16 ? store16(b) : 0;
+    q->y16 = y16 ? store16(b) : 0;
 }
 
 /* x_proj per sequence: DBL_b (E, Lp) = W (E, h) . U_b (h, Lp), U = MX, or
  * its 16-bit copy MX16 (then read as stored by the 16-bit GEMM), over
- * all Lp columns (mixer_token_stride: the ones past L are zeros). probe:
- * the op only asks (its weight's 16-bit copy is not recorded). */
+ * all Lp columns (mixer_token_stride: the ones past L are zeros); y16:
+ * DBL is 16-bit. probe: the op only asks (its weight's 16-bit copy is
+ * not recorded). */
 static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t Lp, int64_t C, const float *MX,
-                            const float *MX16, float *DBL, int probe, mvrt_op_params_t *op)
+                            const float *MX16, float *DBL, int y16, int probe, mvrt_op_params_t *op)
 {
     const int64_t h = C / 2, E = mv_dt_rank((int)C) + 2 * b->g->model->config.d_state;
     memset(op, 0, sizeof *op);
@@ -656,32 +667,92 @@ static void mixer_x_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t Lp,
     l->B = MX16 ? MX16 : MX, l->ldb = Lp, l->batch_stride_b = h * Lp;
     l->b16 = MX16 ? store16(b) : 0;
     l->Y = DBL, l->ldy = Lp, l->batch_stride_y = E * Lp;
+    l->y16 = y16 ? store16(b) : 0;
+    l->math = b->g->opt.math;
+}
+
+/* dt_proj per sequence: DT_b (h, Lp) = W (h, R) . DBL_b[0:R] + bias (per
+ * row); io16: DBL and DT are 16-bit. probe: as mixer_x_proj_op. */
+static void mixer_dt_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t Lp, int64_t C, const float *DBL,
+                             float *DT, int io16, int probe, mvrt_op_params_t *op)
+{
+    const int64_t h = C / 2, R = mv_dt_rank((int)C), E = R + 2 * b->g->model->config.d_state;
+    memset(op, 0, sizeof *op);
+    op->kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &op->u.linear;
+    l->batch = Bw, l->M = h, l->N = Lp, l->K = R;
+    l->A = weight(b, p, "mixer.dt_proj.weight"), l->lda = R, l->batch_stride_a = 0;
+    l->a16 = probe ? (b->weights16 ? b->store16 : 0) : use_weight16(b, &l->A, h * R);
+    l->B = DBL, l->ldb = Lp, l->batch_stride_b = E * Lp;
+    l->b16 = io16 ? store16(b) : 0;
+    l->Y = DT, l->ldy = Lp, l->batch_stride_y = h * Lp;
+    l->y16 = io16 ? store16(b) : 0;
+    l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
+    l->math = b->g->opt.math;
+}
+
+/* out_proj per sequence, onto the residual: X_b (L, C) = X_in_b + YZ_b^T (L,
+ * C) . W^T; yz16: YZ is 16-bit. probe: as mixer_x_proj_op. */
+static void mixer_out_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t C, const float *YZ, int yz16,
+                              const float *X_in, float *X, int probe, mvrt_op_params_t *op)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = MVRT_OP_LINEAR;
+    mvrt_linear_params_t *l = &op->u.linear;
+    l->batch = Bw, l->M = L, l->N = C, l->K = C;
+    l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
+    l->a16 = yz16 ? store16(b) : 0;
+    l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
+    l->b_constant = 1;
+    l->b16 = probe ? (b->weights16 ? b->store16 : 0) : use_weight16(b, &l->B, C * C);
+    l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
+    l->y16 = b->stream16;
+    l->beta = 1.0f;
+    l->residual = X_in != X ? X_in : NULL;
     l->math = b->g->opt.math;
 }
 
 /* The mixer's 16-bit activations in a 16-bit graph, where the backend
  * takes their forms at these sizes (plan and emit ask the same; the
  * fused form keeps floats): *xz16, in_proj writes XZ in 16 bits for the
- * conv1d to read (half the bytes both ways); *u16, the conv1d also writes
- * a 16-bit copy of u that x_proj's 16-bit GEMM reads as stored (instead of
- * rounding a copy of the float u on every run); the scan keeps the float
- * u. Addresses in the probes are stand-ins: takes reads shapes only. */
+ * conv1d to read (half the bytes both ways); *chain16, the whole chain
+ * after it is 16-bit too, as autocast runs it: the conv1d writes u and z
+ * in 16 bits (y16), x_proj and dt_proj read and write 16-bit dbl and dt
+ * (b16, y16), the scan runs on 16-bit u, dt, B, C and output (spec: the
+ * state and every sum stay fp32) and out_proj reads the 16-bit result
+ * (a16); else *u16, the conv1d writes a 16-bit copy of the float u that
+ * x_proj's 16-bit GEMM reads as stored (instead of rounding a copy on
+ * every run) while the scan reads the float u. The CPU takes the chain;
+ * the GPUs decline the conv1d's y16 and keep the float chain
+ * (backends/gpu_common/mv_gpu_launch.cu). Addresses in the probes are
+ * stand-ins: takes reads shapes only. */
 static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, int *xz16,
-                            int *u16)
+                            int *u16, int *chain16)
 {
-    *xz16 = *u16 = 0;
+    *xz16 = *u16 = *chain16 = 0;
     if (!store16(b))
         return;
     float *any = (float *)(uintptr_t)VB_FAKE_BASE;
     mvrt_op_params_t op;
     if (mixer_proj_fused(b, p, Bw, L, C, any, any, any, any, any, &op))
         return;
-    mixer_conv_op(b, p, Bw, L, Lp, C, any, 1, any, NULL, any, &op);
-    *xz16 = backend_takes(b->g->backend, &op);
-    mixer_conv_op(b, p, Bw, L, Lp, C, any, *xz16, any, any, any, &op);
-    mvrt_op_params_t xp;
-    mixer_x_proj_op(b, p, Bw, Lp, C, any, any, any, 1, &xp);
-    *u16 = backend_takes(b->g->backend, &op) && backend_takes(b->g->backend, &xp);
+    mvrt_backend_t *be = b->g->backend;
+    mixer_conv_op(b, p, Bw, L, Lp, C, any, 1, any, NULL, any, 0, &op);
+    *xz16 = backend_takes(be, &op);
+    mvrt_op_params_t xp, dp, op16;
+    if (*xz16) {
+        mixer_conv_op(b, p, Bw, L, Lp, C, any, 1, any, NULL, any, 1, &op);
+        mixer_x_proj_op(b, p, Bw, Lp, C, NULL, any, any, 1, 1, &xp);
+        mixer_dt_proj_op(b, p, Bw, Lp, C, any, any, 1, 1, &dp);
+        mixer_out_proj_op(b, p, Bw, L, C, any, 1, any, any, 1, &op16);
+        *chain16 = backend_takes(be, &op) && backend_takes(be, &xp) && backend_takes(be, &dp) &&
+                   backend_takes(be, &op16);
+        if (*chain16)
+            return;
+    }
+    mixer_conv_op(b, p, Bw, L, Lp, C, any, *xz16, any, any, any, 0, &op);
+    mixer_x_proj_op(b, p, Bw, Lp, C, any, any, any, 0, 1, &xp);
+    *u16 = backend_takes(be, &op) && backend_takes(be, &xp);
 }
 
 /* Token stride of the mixer's channel-major u (MX, MX16), dbl and dt.
@@ -712,34 +783,24 @@ static int64_t mixer_token_stride(builder_t *b, const char *p, int64_t Bw, int64
  * dt: one MVRT_OP_MIXER_PROJ where the backend takes it for these sizes
  * (the CUDA backend for few tokens: ops/mv/mixer_proj_gpu.cuh;
  * plan and emit ask the same), else the three ops it fuses (the conv1d
- * and x_proj with the 16-bit forms of mixer_storage16). Returns 1
- * when the op was taken: DT then holds the scan's step already (the
- * second bias and softplus applied: dt_softplus). */
+ * and x_proj with the 16-bit forms of mixer_storage16; chain16: MX, DBL,
+ * DT and YZ are 16-bit). Returns 1 when the op was taken: DT then holds
+ * the scan's step already (the second bias and softplus applied:
+ * dt_softplus). */
 static int emit_mixer_proj(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, const float *XZ,
-                           int xz16, float *MX, float *MX16, float *DBL, float *DT, float *YZ)
+                           int xz16, int chain16, float *MX, float *MX16, float *DBL, float *DT, float *YZ)
 {
-    const int64_t h = C / 2, R = mv_dt_rank((int)C), E = R + 2 * b->g->model->config.d_state;
     mvrt_op_params_t op;
-    if (Lp == L && !xz16 && !MX16 && mixer_proj_fused(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ, &op)) {
+    if (Lp == L && !xz16 && !MX16 && !chain16 && mixer_proj_fused(b, p, Bw, L, C, XZ, MX, DBL, DT, YZ, &op)) {
         add_op(b, &op);
         return 1;
     }
-    mixer_conv_op(b, p, Bw, L, Lp, C, XZ, xz16, MX, MX16, YZ, &op);
+    mixer_conv_op(b, p, Bw, L, Lp, C, XZ, xz16, MX, MX16, YZ, chain16, &op);
     add_op(b, &op);
-    mixer_x_proj_op(b, p, Bw, Lp, C, MX, MX16, DBL, 0, &op);
+    /* chain16: MX is the 16-bit operand itself */
+    mixer_x_proj_op(b, p, Bw, Lp, C, chain16 ? NULL : MX, chain16 ? MX : MX16, DBL, chain16, 0, &op);
     add_op(b, &op);
-
-    /* dt_proj per sequence: DT_b (h, Lp) = W (h, R) . DBL_b[0:R] + bias (per row) */
-    memset(&op, 0, sizeof op);
-    op.kind = MVRT_OP_LINEAR;
-    mvrt_linear_params_t *l = &op.u.linear;
-    l->batch = Bw, l->M = h, l->N = Lp, l->K = R;
-    l->A = weight(b, p, "mixer.dt_proj.weight"), l->lda = R, l->batch_stride_a = 0;
-    l->a16 = use_weight16(b, &l->A, h * R);
-    l->B = DBL, l->ldb = Lp, l->batch_stride_b = E * Lp;
-    l->Y = DT, l->ldy = Lp, l->batch_stride_y = h * Lp;
-    l->bias = weight(b, p, "mixer.dt_proj.bias"), l->bias_per_row = 1;
-    l->math = b->g->opt.math;
+    mixer_dt_proj_op(b, p, Bw, Lp, C, DBL, DT, chain16, 0, &op);
     add_op(b, &op);
     return 0;
 }
@@ -754,55 +815,42 @@ static void emit_mixer_block(builder_t *b, const char *p, int64_t Bw, int64_t L,
     int64_t M = Bw * L, h = C / 2, N = cfg->d_state, R = mv_dt_rank((int)C), E = R + 2 * N;
     const int s16 = store16(b);
     const int64_t Lp = mixer_token_stride(b, p, Bw, L, C);
-    int xz16, u16;
-    mixer_storage16(b, p, Bw, L, Lp, C, &xz16, &u16);
+    int xz16, u16, chain16;
+    mixer_storage16(b, p, Bw, L, Lp, C, &xz16, &u16, &chain16);
     float *T = buf(b, M * C, s16); /* norm1's output (unless folded) */
     float *XZ = buf(b, M * C, xz16);
-    float *MX = Lp != L ? buf_zeroed(b, Bw * h * Lp, 0) : buf(b, Bw * h * L, 0);
+    float *MX = Lp != L ? buf_zeroed(b, Bw * h * Lp, chain16) : buf(b, Bw * h * L, chain16);
     float *MX16 = u16 ? (Lp != L ? buf_zeroed(b, Bw * h * Lp, 1) : buf(b, Bw * h * L, 1)) : NULL;
-    float *DBL = buf(b, Bw * E * Lp, 0);
-    float *DT = buf(b, Bw * h * Lp, 0);
-    float *YZ = buf(b, Bw * C * L, 0);
+    float *DBL = buf(b, Bw * E * Lp, chain16);
+    float *DT = buf(b, Bw * h * Lp, chain16);
+    float *YZ = buf(b, Bw * C * L, chain16);
     mvrt_op_params_t op;
 
     op_norm_dense(b, M, C, C, X_in, T, XZ, p, "norm1", "mixer.in_proj", 0, MVRT_ACT_NONE,
                   s16 ? DENSE_A16 | (xz16 ? DENSE_Y16 : 0) : 0);
 
-    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, Lp, C, XZ, xz16, MX, MX16, DBL, DT, YZ);
+    const int dt_is_step = emit_mixer_proj(b, p, Bw, L, Lp, C, XZ, xz16, chain16, MX, MX16, DBL, DT, YZ);
 
     /* The scan (the bias goes in a second time as delta_bias: spec step 5;
      * the fused projections applied it and the softplus already). */
     gnode_t *n = add_node(b, NODE_SCAN);
     mvrt_scan_params_t *s = &n->scan;
     s->batch = Bw, s->dim = h, s->seqlen = L, s->dstate = N, s->groups = 1;
-    s->input_dtype = MVRT_SCAN_F32;
+    s->input_dtype = !chain16 ? MVRT_SCAN_F32 : store16(b) == MVRT_STORAGE16_F16 ? MVRT_SCAN_F16 : MVRT_SCAN_BF16;
     s->b_variable = s->c_variable = 1;
     s->delta_softplus = !dt_is_step;
     s->u.data = MX, s->u.stride[0] = h * Lp, s->u.stride[1] = Lp, s->u.stride[2] = 1;
     s->delta = s->u, s->delta.data = DT;
     s->A.data = (void *)weight(b, p, "mixer.A"), s->A.stride[0] = N, s->A.stride[1] = 1;
-    s->B.data = DBL + R * Lp;
+    s->B.data = elem_at(DBL, R * Lp, chain16);
     s->B.stride[0] = E * Lp, s->B.stride[1] = 0, s->B.stride[2] = Lp, s->B.stride[3] = 1;
-    s->C = s->B, s->C.data = DBL + (R + N) * Lp;
+    s->C = s->B, s->C.data = elem_at(DBL, (R + N) * Lp, chain16);
     s->D.data = (void *)weight(b, p, "mixer.D"), s->D.stride[0] = 1;
     if (!dt_is_step)
         s->delta_bias.data = (void *)weight(b, p, "mixer.dt_proj.bias"), s->delta_bias.stride[0] = 1;
     s->out.data = YZ, s->out.stride[0] = C * L, s->out.stride[1] = L, s->out.stride[2] = 1;
 
-    /* out_proj per sequence, onto the residual: X_b (L, C) = X_in_b + YZ_b^T (L, C) . W^T */
-    memset(&op, 0, sizeof op);
-    op.kind = MVRT_OP_LINEAR;
-    mvrt_linear_params_t *l = &op.u.linear;
-    l->batch = Bw, l->M = L, l->N = C, l->K = C;
-    l->A = YZ, l->lda = L, l->trans_a = 1, l->batch_stride_a = C * L;
-    l->B = weight(b, p, "mixer.out_proj.weight"), l->ldb = C, l->trans_b = 1;
-    l->b_constant = 1;
-    l->b16 = use_weight16(b, &l->B, C * C);
-    l->Y = X, l->ldy = C, l->batch_stride_y = L * C;
-    l->y16 = b->stream16;
-    l->beta = 1.0f;
-    l->residual = X_in != X ? X_in : NULL;
-    l->math = b->g->opt.math;
+    mixer_out_proj_op(b, p, Bw, L, C, YZ, chain16, X_in, X, 0, &op);
     add_op(b, &op);
 
     emit_mlp(b, p, M, C, X);

@@ -35,9 +35,12 @@ extern "C" {
  * linear's y16 with beta 1 reads a 16-bit residual), which an older
  * plugin would read as floats. 10: the conv1d's 16-bit input (x16) and
  * 16-bit copy of its output (y_copy, y_copy16), which an older plugin
- * would read as floats and never write. The entry symbol keeps its
- * name; the runtime passes its ABI version and checks the vtable's. */
-#define MVRT_PLUGIN_ABI_VERSION 10u
+ * would read as floats and never write. 11: the conv1d's 16-bit outputs
+ * (y16), and a linear's b16 on the CPU for a B that is not a weight
+ * (b_constant 0), which an older plugin would write or read as floats.
+ * The entry symbol keeps its name; the runtime passes its ABI version
+ * and checks the vtable's. */
+#define MVRT_PLUGIN_ABI_VERSION 11u
 #define MVRT_PLUGIN_ENTRY_SYMBOL "mvrt_backend_plugin_entry_v1"
 
 /* What the runtime offers a plugin. */

@@ -397,12 +397,13 @@ static mvrt_status_t mvrt_cpu_scan_bwd_entry(void *device, void *stream,
 /* ---- MambaVision ops ---------------------------------------------------- */
 
 /* The fused mixer projections, the fused MLP, the linear with a folded
- * LayerNorm and 16-bit weights (linear b16) are GPU-only forms: the CPU
- * runs the ops they fuse. The 16-bit storage forms, bf16 and fp16
- * (layernorm y16, linear a16 / y16, the NHWC 16-bit maps of conv2d,
- * window and pool, dwconv1d x16 / y_copy16) run here too, in fp32 math through scratch
- * (ops/common/mv_cpu.h), so that a 16-bit graph stores the same
- * activations in 16 bits on every backend. */
+ * LayerNorm and 16-bit weights (linear b16 with b_constant) are GPU-only
+ * forms: the CPU runs the ops they fuse, from fp32 weights. The 16-bit
+ * storage forms, bf16 and fp16 (layernorm y16, linear a16 / y16 and b16
+ * of an activation, the NHWC 16-bit maps of conv2d, window and pool,
+ * dwconv1d x16 / y_copy16 / y16) run here too, in fp32 math through
+ * scratch (ops/common/mv_cpu.h), so that a 16-bit graph stores the same
+ * activations in 16 bits on every backend that takes the forms. */
 static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
 {
     if (p->kind == MVRT_OP_MIXER_PROJ)
@@ -411,10 +412,10 @@ static mvrt_status_t cpu_op_form_check(const mvrt_op_params_t *p)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: the fused MLP is a GPU-only form");
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED, "cpu: a linear with a folded LayerNorm is a GPU-only form");
-    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16)
+    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16 && p->u.linear.b_constant)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED,
-                         "cpu: a linear's 16-bit B (b16) is a GPU form; the CPU computes 16-bit graphs in fp32 from "
-                         "fp32 weights");
+                         "cpu: a linear's 16-bit weight (b16 with b_constant) is a GPU form; the CPU computes 16-bit "
+                         "graphs in fp32 from fp32 weights");
     if (mvrt_op_storage16(p) < 0)
         return CPU_ERROR(MVRT_ERR_UNSUPPORTED,
                          "cpu: op kind %d: 16-bit storage fields must hold 0, MVRT_STORAGE16_BF16 or "

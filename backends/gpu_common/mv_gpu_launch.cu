@@ -632,6 +632,9 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16) return linear_b16_takes(p->u.linear, ctx);
     if (p->kind == MVRT_OP_ATTENTION && (p->u.attention.qkv16 || p->u.attention.out16))
         return attention_io16_takes(p->u.attention, ctx->mma16 != 0, ctx->mma_f16 != 0, ctx->smem_limit);
+    /* 16-bit outputs of the conv1d (y16): no GPU kernel writes them yet,
+     * so a graph keeps the float chain of the mixer here */
+    if (p->kind == MVRT_OP_DWCONV1D_SILU && p->u.dwconv1d.y16) return 0;
     if (p->kind == MVRT_OP_DWCONV1D_SILU && (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16))
         return dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count);
     if (p->kind == MVRT_OP_MLP) {
@@ -695,6 +698,10 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, ctx->sm_count, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU:
+        if (p->u.dwconv1d.y16) {
+            snprintf(msg, msg_n, "dwconv1d: 16-bit outputs (y16) are a CPU form; GPUs write float y and y2");
+            return MVRT_GPU_OP_UNSUPPORTED;
+        }
         if ((p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16) && !dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count)) {
             snprintf(msg, msg_n, "dwconv1d: the 16-bit forms (x16, y_copy16) need the whole-row kernel's shapes: "
                                  "channel-contiguous x, length-contiguous outputs, length <= %d, width <= %d, and at "

@@ -149,9 +149,11 @@ typedef struct mvrt_linear_params {
     /* 16-bit B (see MVRT_STORAGE16_*; ldb and batch_stride_b in
      * elements), with math BF16 / FP16 only, of that math's type: a 16-bit
      * graph's weights, rounded once when the graph is made instead of on
-     * every run. Backends without a 16-bit vendor GEMM (HIP) and the CPU
-     * (fp32 math from fp32 weights) decline it: op_scratch_size answers
-     * UNSUPPORTED. */
+     * every run, or a 16-bit activation (the mixer's u and x_proj output).
+     * Backends without a 16-bit vendor GEMM (HIP) decline it; the CPU
+     * takes it for activations only (b_constant 0: widened through
+     * scratch, fp32 math) and declines it for weights (b_constant 1: it
+     * multiplies the fp32 weights); op_scratch_size answers UNSUPPORTED. */
     int b16;
 } mvrt_linear_params_t;
 
@@ -174,9 +176,13 @@ typedef struct mvrt_linear_params {
  * y_copy16, y_copy receives a second, 16-bit copy of the first part's
  * output, rounded from the same fp32 values y gets, at y's strides (the
  * operand of a 16-bit x_proj GEMM while the scan reads y). y_copy is NULL
- * unless y_copy16 is set and aliases none of x, y, y2. Backends that
- * cannot run a form decline it (op_scratch_size answers UNSUPPORTED): the
- * GPUs take them on their whole-row kernel only (dwconv1d_gpu.cuh). */
+ * unless y_copy16 is set and aliases none of x, y, y2. y16: y and y2 hold
+ * 16-bit values instead of floats (same strides), each rounded once from
+ * the fp32 result (a 16-bit graph's whole mixer chain: the scan's u, and z
+ * beside the scan's output); y_copy is then NULL. Backends that cannot
+ * run a form decline it (op_scratch_size answers UNSUPPORTED): the GPUs
+ * take x16 and y_copy16 on their whole-row kernel only
+ * (dwconv1d_gpu.cuh) and decline y16; the CPU takes all three. */
 typedef struct mvrt_dwconv1d_params {
     int64_t batch, channels, length;
     int width;
@@ -188,6 +194,7 @@ typedef struct mvrt_dwconv1d_params {
     const float *weight2;
     int x16;
     float *y_copy; int y_copy16;
+    int y16;
 } mvrt_dwconv1d_params_t;
 
 /* Multi-head self-attention, not causal, no mask:
@@ -413,9 +420,9 @@ static inline int mvrt_op_storage16(const mvrt_op_params_t *p)
     case MVRT_OP_WINDOW_REVERSE: f[0] = p->u.window.map_nhwc16; break;
     case MVRT_OP_AFFINE_AVGPOOL: f[0] = p->u.pool.x_nhwc16; break;
     case MVRT_OP_DWCONV1D_SILU:
-        if (!p->u.dwconv1d.y_copy != !p->u.dwconv1d.y_copy16)
+        if (!p->u.dwconv1d.y_copy != !p->u.dwconv1d.y_copy16 || (p->u.dwconv1d.y16 && p->u.dwconv1d.y_copy16))
             return -1;
-        f[0] = p->u.dwconv1d.x16, f[1] = p->u.dwconv1d.y_copy16;
+        f[0] = p->u.dwconv1d.x16, f[1] = p->u.dwconv1d.y_copy16, f[2] = p->u.dwconv1d.y16;
         break;
     case MVRT_OP_ATTENTION:
         f[0] = p->u.attention.qkv16, f[1] = p->u.attention.out16, math = p->u.attention.math;

@@ -124,6 +124,21 @@ static size_t linear_a32_bytes(const mvrt_linear_params_t *l)
     return l->a16 ? round_up((size_t)(rows * cols * count) * sizeof(float)) : 0;
 }
 
+/* The same for B (b16: a 16-bit activation; the CPU declines 16-bit weights). */
+static void linear_b_shape(const mvrt_linear_params_t *l, int64_t *rows, int64_t *cols, int64_t *count)
+{
+    *rows = l->trans_b ? l->N : l->K;
+    *cols = l->trans_b ? l->K : l->N;
+    *count = l->batch_stride_b ? l->batch : 1;
+}
+
+static size_t linear_b32_bytes(const mvrt_linear_params_t *l)
+{
+    int64_t rows, cols, count;
+    linear_b_shape(l, &rows, &cols, &count);
+    return l->b16 ? round_up((size_t)(rows * cols * count) * sizeof(float)) : 0;
+}
+
 /* Floats of a conv's NCHW input and output. */
 static size_t conv_in_floats(const mvrt_conv2d_params_t *c) { return (size_t)(c->batch * c->in_channels * c->in_h * c->in_w); }
 static size_t conv_out_floats(const mvrt_conv2d_params_t *c) { return (size_t)(c->batch * c->out_channels * c->out_h * c->out_w); }
@@ -154,10 +169,13 @@ size_t mvrt_cpu_op_scratch_bytes(const mvrt_op_params_t *p)
     if (p->kind == MVRT_OP_LINEAR) {
         const mvrt_linear_params_t *l = &p->u.linear;
         const size_t y = l->y16 ? round_up((size_t)(l->batch * l->M * l->N) * sizeof(float)) : 0;
-        return linear_a32_bytes(l) + y;
+        return linear_a32_bytes(l) + linear_b32_bytes(l) + y;
     }
-    if (p->kind == MVRT_OP_DWCONV1D_SILU && p->u.dwconv1d.x16) /* x as dense floats */
-        return round_up((size_t)(p->u.dwconv1d.batch * p->u.dwconv1d.channels * p->u.dwconv1d.length) * sizeof(float));
+    if (p->kind == MVRT_OP_DWCONV1D_SILU) { /* x and / or both outputs as dense floats */
+        const mvrt_dwconv1d_params_t *d = &p->u.dwconv1d;
+        const size_t n = round_up((size_t)(d->batch * d->channels * d->length) * sizeof(float));
+        return (d->x16 ? n : 0) + (d->y16 ? n : 0);
+    }
     return 0;
 }
 
@@ -167,15 +185,42 @@ static int64_t dw_index(const int64_t st[3], int64_t b, int64_t c, int64_t l)
     return b * st[0] + c * st[1] + l * st[2];
 }
 
+/* Values [b, c, l] of a dense (B, C, L) float tensor rounded into a
+ * strided 16-bit one of type t. */
+static void narrow_strided(int t, const float *src, uint16_t *dst, const int64_t st[3], int64_t B, int64_t C,
+                           int64_t L, int threads)
+{
+    if (st[2] == 1) {
+        narrow_rows(t, src, C * L, L, dst, st[0], st[1], B, C, L, threads);
+        return;
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t l = 0; l < L; l++)
+                convert_seg(t, 0, 1, src + (b * C + c) * L + l, dst + dw_index(st, b, c, l), 1);
+}
+
 /* conv1d + SiLU with a 16-bit x (widened exactly into dense floats in
  * scratch, the layout following x's: channels fastest when they are
- * contiguous) and / or a 16-bit copy of the first part's output, rounded
- * from the fp32 values written to y. */
+ * contiguous), a 16-bit copy of the first part's output (rounded from
+ * the fp32 values written to y) and / or 16-bit outputs y16 (both parts
+ * computed into dense floats in scratch, then each value rounded once). */
 static void dwconv1d_storage16(const mvrt_dwconv1d_params_t *p, char *scratch, int threads)
 {
     mvrt_dwconv1d_params_t q = *p;
     const int64_t B = p->batch, C = p->channels, L = p->length;
-    q.x16 = 0, q.y_copy = NULL, q.y_copy16 = 0;
+    const int64_t C1 = p->split > 0 && p->split < C ? p->split : C;
+    q.x16 = 0, q.y_copy = NULL, q.y_copy16 = 0, q.y16 = 0;
+    float *y32 = NULL;
+    if (p->y16) {
+        y32 = (float *)(void *)(scratch + (p->x16 ? round_up((size_t)(B * C * L) * sizeof(float)) : 0));
+        q.y = y32;
+        q.y_stride[0] = C1 * L, q.y_stride[1] = L, q.y_stride[2] = 1;
+        if (C1 < C) {
+            q.y2 = y32 + B * C1 * L;
+            q.y2_stride[0] = (C - C1) * L, q.y2_stride[1] = L, q.y2_stride[2] = 1;
+        }
+    }
     if (p->x16) {
         float *x32 = (float *)(void *)scratch;
         const uint16_t *x16 = (const uint16_t *)(const void *)p->x;
@@ -197,9 +242,13 @@ static void dwconv1d_storage16(const mvrt_dwconv1d_params_t *p, char *scratch, i
         q.x = x32;
     }
     mvrt_cpu_dwconv1d_silu(&q, threads);
+    if (p->y16) {
+        narrow_strided(p->y16, y32, (uint16_t *)(void *)p->y, p->y_stride, B, C1, L, threads);
+        if (C1 < C)
+            narrow_strided(p->y16, y32 + B * C1 * L, (uint16_t *)(void *)p->y2, p->y2_stride, B, C - C1, L, threads);
+    }
     if (!p->y_copy16)
         return;
-    const int64_t C1 = p->split > 0 ? p->split : C;
     uint16_t *copy = (uint16_t *)(void *)p->y_copy;
     if (p->y_stride[2] == 1) {
         narrow_rows(p->y_copy16, p->y, p->y_stride[0], p->y_stride[1], copy, p->y_stride[0], p->y_stride[1], B, C1, L,
@@ -234,11 +283,12 @@ static void layernorm_storage16(const mvrt_layernorm_params_t *p, char *scratch,
         narrow_rows(p->y16, q.y, 0, p->cols, (uint16_t *)(void *)p->y, 0, p->y_ld, 1, p->rows, p->cols, threads);
 }
 
-/* A linear with 16-bit A and/or Y through fp32 copies in scratch. */
+/* A linear with 16-bit A, B (an activation) and/or Y through fp32
+ * copies in scratch (A's, then B's, then Y's). */
 static void linear_storage16(const mvrt_linear_params_t *p, char *scratch, int threads)
 {
     mvrt_linear_params_t q = *p;
-    q.a16 = q.y16 = 0;
+    q.a16 = q.b16 = q.y16 = 0;
     if (p->a16) {
         int64_t rows, cols, count;
         linear_a_shape(p, &rows, &cols, &count);
@@ -247,9 +297,17 @@ static void linear_storage16(const mvrt_linear_params_t *p, char *scratch, int t
                    count, rows, cols, threads);
         q.A = a32, q.lda = cols, q.batch_stride_a = count > 1 ? rows * cols : 0;
     }
+    if (p->b16) {
+        int64_t rows, cols, count;
+        linear_b_shape(p, &rows, &cols, &count);
+        float *b32 = (float *)(void *)(scratch + linear_a32_bytes(p));
+        widen_rows(p->b16, (const uint16_t *)(const void *)p->B, p->batch_stride_b, p->ldb, b32, rows * cols, cols,
+                   count, rows, cols, threads);
+        q.B = b32, q.ldb = cols, q.batch_stride_b = count > 1 ? rows * cols : 0;
+    }
     float *y32 = NULL;
     if (p->y16) {
-        y32 = (float *)(void *)(scratch + linear_a32_bytes(p));
+        y32 = (float *)(void *)(scratch + linear_a32_bytes(p) + linear_b32_bytes(p));
         q.Y = y32, q.ldy = p->N, q.batch_stride_y = p->M * p->N;
         if (p->beta != 0.0f) {
             /* the 16-bit residual (Y's own contents or `residual`) widened
@@ -418,13 +476,13 @@ int mvrt_cpu_op_run(const mvrt_op_params_t *p, void *scratch, int threads)
             mvrt_cpu_layernorm(&p->u.layernorm, threads);
         return 0;
     case MVRT_OP_LINEAR:
-        if (p->u.linear.a16 || p->u.linear.y16)
+        if (p->u.linear.a16 || p->u.linear.b16 || p->u.linear.y16)
             linear_storage16(&p->u.linear, (char *)scratch, threads);
         else
             mvrt_cpu_linear(&p->u.linear, threads);
         return 0;
     case MVRT_OP_DWCONV1D_SILU:
-        if (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16)
+        if (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16 || p->u.dwconv1d.y16)
             dwconv1d_storage16(&p->u.dwconv1d, (char *)scratch, threads);
         else
             mvrt_cpu_dwconv1d_silu(&p->u.dwconv1d, threads);

@@ -316,6 +316,30 @@ static void test_layernorm_bf16(int64_t rows, int64_t cols, int64_t x_ld, int64_
     free(x), free(w), free(b), free(got), free(ref), free(x16b);
 }
 
+/* A linear's result after a run on t threads: Y16 (non-NULL: Y stored in
+ * 16 bits, items of M x N at row stride ldy, sy apart, padding at the
+ * sentinel) decoded into got, else the floats of Y; compared with ref
+ * (NaN where the op writes nothing) at the 16-bit or float tolerance. */
+static void check_linear_out(const char *name, int t, const uint16_t *Y16, const float *Y, float *got,
+                             const double *ref, size_t ny, int64_t batch, int64_t sy, int64_t M, int64_t N,
+                             int64_t ldy, double atol)
+{
+    size_t touched = 0;
+    if (Y16) {
+        touched = decode16(Y16, ny, batch, sy, M, N, ldy, got);
+        for (size_t i = 0; i < ny; i++)
+            if (isnan(ref[i]) && Y16[i] == S16_SENTINEL)
+                got[i] = NAN;
+    } else {
+        memcpy(got, Y, ny * sizeof(float));
+    }
+    compare("linear", name, t, got, ref, ny, Y16 ? S16_RTOL : 1e-5, atol);
+    if (touched) {
+        printf("FAIL  linear %s: %zu padding elements written\n", name, touched);
+        g_failures++;
+    }
+}
+
 /* A (M x K, or K x M with ta) per batch item with row padding, B a shared
  * PyTorch weight (N x K), a per-column bias; a16: A stored bf16; y16: Y
  * stored bf16 (else fp32). res (with y16 and act NONE): beta 1 onto a
@@ -385,23 +409,60 @@ static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int
             fill_nan(Y, ny);
         }
         run_cpu(&q, t);
-        size_t touched = 0;
-        if (y16) {
-            touched = decode16(Y16, ny, batch, sy, M, N, ldy, got);
-            for (size_t i = 0; i < ny; i++)
-                if (isnan(ref[i]) && Y16[i] == S16_SENTINEL)
-                    got[i] = NAN;
-        } else {
-            memcpy(got, Y, ny * sizeof(float));
-        }
-        compare("linear", name, t, got, ref, ny, y16 ? S16_RTOL : 1e-5, atol);
-        if (touched) {
-            printf("FAIL  linear %s: %zu padding elements written\n", name, touched);
-            g_failures++;
-        }
+        check_linear_out(name, t, Y16, Y, got, ref, ny, batch, sy, M, N, ldy, atol);
         free(Y16);
     }
     free(A), free(B), free(bias), free(Y), free(got), free(ref), free(A16), free(R), free(R16);
+}
+
+/* The mixer's x_proj / dt_proj forms in a 16-bit graph: B a 16-bit
+ * activation of each batch item (b16 with b_constant 0: K x N rows at a
+ * padded ldb, gapped items), A a shared float weight (M x K), a per-row
+ * bias, Y stored 16-bit (y16) or as floats. The reference multiplies B's
+ * 16-bit values exactly; a 16-bit Y is one rounding of the fp32 result. */
+static void test_linear_b16_act(int64_t batch, int64_t M, int64_t N, int64_t K, int y16)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s B%s b%lld %lldx%lldx%lld row bias", t16_name(), y16 ? "Y" : "", (long long)batch,
+             (long long)M, (long long)N, (long long)K);
+    const int64_t ldb = N + 3, sb = K * ldb + 5, ldy = N + 2, sy = M * ldy + 4;
+    const size_t na = (size_t)(M * K), nb = (size_t)(batch * sb), ny = (size_t)(batch * sy);
+    float *A = falloc(na), *B = falloc(nb), *bias = falloc((size_t)M), *Y = falloc(ny), *got = falloc(ny);
+    double *ref = dalloc(ny);
+    uint16_t *B16 = u16alloc(nb);
+    fill_uniform(A, na, 0.0, 1.0);
+    fill_uniform(B, nb, 0.0, 2.0);
+    fill_uniform(bias, (size_t)M, 0.0, 1.0);
+    for (size_t i = 0; i < nb; i++) {
+        B16[i] = to16(B[i]);
+        B[i] = from16(B16[i]);
+    }
+    mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
+    op.u.linear = (mvrt_linear_params_t){.batch = batch, .M = M, .N = N, .K = K, .A = A, .lda = K,
+                                          .batch_stride_a = 0, .B = B, .ldb = ldb, .batch_stride_b = sb,
+                                          .Y = Y, .ldy = ldy, .batch_stride_y = sy, .bias = bias,
+                                          .bias_per_row = 1, .math = g_t16 == MVRT_STORAGE16_F16 ? MVRT_MATH_FP16
+                                                                                              : MVRT_MATH_BF16};
+    for (size_t i = 0; i < ny; i++)
+        ref[i] = NAN;
+    run_ref(&op, ref);
+    const double atol = 2e-6 * sqrt((double)K) * max_abs(ref, ny);
+    for (int t = 1; t <= 2; t++) {
+        mvrt_op_params_t q = op;
+        q.u.linear.B = (const float *)(const void *)B16, q.u.linear.b16 = g_t16;
+        uint16_t *Y16 = y16 ? u16alloc(ny) : NULL;
+        if (y16) {
+            q.u.linear.Y = (float *)(void *)Y16, q.u.linear.y16 = g_t16;
+            for (size_t i = 0; i < ny; i++)
+                Y16[i] = S16_SENTINEL;
+        } else {
+            fill_nan(Y, ny);
+        }
+        run_cpu(&q, t);
+        check_linear_out(name, t, Y16, Y, got, ref, ny, batch, sy, M, N, ldy, atol);
+        free(Y16);
+    }
+    free(A), free(B), free(bias), free(Y), free(got), free(ref), free(B16);
 }
 
 /* ---------------- depthwise conv1d + SiLU ---------------- */
@@ -498,6 +559,25 @@ static void run_dwconv_checked(mvrt_op_params_t *op, const char *name, float *y,
     }
 }
 
+/* The two-part conv1d of the tests below: x a (B, L, 2C) token-major
+ * buffer, the first C channels channel-major into y, the rest into y2 =
+ * y + y2_off at item stride y2_batch, weights w and w2. */
+static mvrt_op_params_t dwconv_two_parts(int64_t B, int64_t C, int64_t L, int width, const float *x, float *y,
+                                         const float *w, const float *w2, int64_t y2_off, int64_t y2_batch)
+{
+    const int64_t Ct = 2 * C;
+    mvrt_op_params_t op = {.kind = MVRT_OP_DWCONV1D_SILU};
+    mvrt_dwconv1d_params_t *d = &op.u.dwconv1d;
+    d->batch = B, d->channels = Ct, d->length = L, d->width = width;
+    d->x = x, d->x_stride[0] = L * Ct, d->x_stride[1] = 1, d->x_stride[2] = Ct;
+    d->y = y, d->y_stride[0] = C * L, d->y_stride[1] = L, d->y_stride[2] = 1;
+    d->weight = w;
+    d->split = C;
+    d->y2 = y + y2_off, d->y2_stride[0] = y2_batch, d->y2_stride[1] = L, d->y2_stride[2] = 1;
+    d->weight2 = w2;
+    return op;
+}
+
 /* Both halves of a (B, L, 2C) token-major buffer in one op (split = C, as
  * MambaVision's conv1d_x / conv1d_z): the first half channel-major into y,
  * the second into y2, which follows y in the same buffer with its own
@@ -530,15 +610,8 @@ static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width, int x1
     fill_uniform(w2, (size_t)(C * width), 0.5, 1.0);
     fill_nan(y, ny);
     to_double(ref, y, ny);
-    mvrt_op_params_t op = {.kind = MVRT_OP_DWCONV1D_SILU};
+    mvrt_op_params_t op = dwconv_two_parts(B, C, L, width, x, y, w, w2, y2_off, y2_batch);
     mvrt_dwconv1d_params_t *d = &op.u.dwconv1d;
-    d->batch = B, d->channels = Ct, d->length = L, d->width = width;
-    d->x = x, d->x_stride[0] = L * Ct, d->x_stride[1] = 1, d->x_stride[2] = Ct;
-    d->y = y, d->y_stride[0] = C * L, d->y_stride[1] = L, d->y_stride[2] = 1;
-    d->weight = w;
-    d->split = C;
-    d->y2 = y + y2_off, d->y2_stride[0] = y2_batch, d->y2_stride[1] = L, d->y2_stride[2] = 1;
-    d->weight2 = w2;
     run_ref(&op, ref);
     if (x16)
         d->x = (const float *)(const void *)xb, d->x16 = g_t16;
@@ -547,6 +620,59 @@ static void test_dwconv_split(int64_t B, int64_t C, int64_t L, int width, int x1
     /* the copy covers the first part only: [0, B C L) */
     run_dwconv_checked(&op, name, y, ref, ny, cb, copy ? (size_t)(B * C * L) : 0);
     free(x), free(w), free(w2), free(y), free(ref), free(xb), free(cb);
+}
+
+/* y16: both parts of the op (split = C, as test_dwconv_split) written in
+ * 16 bits, y2 at its own padded strides in the same buffer: each value
+ * within one rounding of the double reference (s16_rtol) plus the float
+ * tolerance, every place the op does not own left at the sentinel. */
+static void test_dwconv_y16(int64_t B, int64_t C, int64_t L, int width, int x16)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s%s y16 B%lld C%lld+%lld L%lld w%d two parts", t16_name(), x16 ? " x16" : "",
+             (long long)B, (long long)C, (long long)C, (long long)L, width);
+    const int64_t Ct = 2 * C, y2_off = B * C * L + 5, y2_batch = C * L + 2;
+    const size_t nx = (size_t)(B * L * Ct), ny = (size_t)(y2_off + B * y2_batch);
+    float *x = falloc(nx), *w = falloc((size_t)(C * width)), *w2 = falloc((size_t)(C * width)), *got = falloc(ny);
+    double *ref = dalloc(ny);
+    uint16_t *xb = u16alloc(nx), *yb = u16alloc(ny);
+    fill_uniform(x, nx, 0.0, 2.0);
+    for (size_t i = 0; i < nx; i++) {
+        xb[i] = to16(x[i]);
+        x[i] = from16(xb[i]);
+    }
+    fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
+    fill_uniform(w2, (size_t)(C * width), 0.5, 1.0);
+    for (size_t i = 0; i < ny; i++)
+        ref[i] = NAN;
+    mvrt_op_params_t op = dwconv_two_parts(B, C, L, width, x, got, w, w2, y2_off, y2_batch);
+    mvrt_dwconv1d_params_t *d = &op.u.dwconv1d;
+    run_ref(&op, ref);
+    if (x16)
+        d->x = (const float *)(const void *)xb, d->x16 = g_t16;
+    d->y = (float *)(void *)yb, d->y2 = (float *)(void *)(yb + y2_off), d->y16 = g_t16;
+    const double atol = DW_ATOL * max_abs(ref, ny);
+    for (int t = 1; t <= 2; t++) {
+        for (size_t i = 0; i < ny; i++)
+            yb[i] = S16_SENTINEL;
+        run_cpu(&op, t);
+        size_t bad = 0;
+        for (size_t i = 0; i < ny; i++) {
+            if (isnan(ref[i])) {
+                bad += yb[i] != S16_SENTINEL;
+                continue;
+            }
+            const double v = from16(yb[i]);
+            bad += !(fabs(v - ref[i]) <= (s16_rtol() + DW_RTOL) * fabs(ref[i]) + atol);
+        }
+        if (bad) {
+            printf("FAIL  dwconv1d %s (%d threads): %zu elements wrong\n", name, t, bad);
+            g_failures++;
+        } else {
+            printf("ok    dwconv1d %s (%d threads)\n", name, t);
+        }
+    }
+    free(x), free(w), free(w2), free(got), free(ref), free(xb), free(yb);
 }
 
 /* The 16-bit forms with strides that are neither channel- nor length-
@@ -1075,6 +1201,11 @@ int main(void)
         test_dwconv_split(3, 33, 49, 4, 1, 0);
         test_dwconv_split(2, 5, 7, 3, 0, 1);
         test_dwconv16_strided(2, 5, 7, 3);
+        test_dwconv_y16(2, 160, 196, 3, 1);
+        test_dwconv_y16(3, 33, 49, 4, 0);
+        test_linear_b16_act(3, 256, 196, 32, 1);
+        test_linear_b16_act(2, 48, 49, 256, 1);
+        test_linear_b16_act(2, 7, 5, 3, 0);
         test_layernorm_bf16(7, 320, 333, 322, 0.0, 1.0, 0);
         test_layernorm_bf16(33, 97, 101, 99, 100.0, 1.0, 0);
         test_linear_bf16(1, 49, 64, 40, 0, 1, 1, MVRT_ACT_GELU_ERF, 0);
