@@ -786,6 +786,40 @@ static void case_dwconv(const char *name, int64_t batch, int64_t C, int64_t L, i
     buf_free(&x); buf_free(&w); buf_free(&y);
 }
 
+/* The conv1d's 16-bit outputs (y16: the CPU's 16-bit mixer chain) at
+ * MambaVision-B's stage-3 shape: no GPU kernel writes them yet, so
+ * op_scratch_size and op_run must decline the form and leave y (here
+ * read as bytes) untouched; a backend that ran it as the float form would
+ * write floats where the graph reads 16-bit values. */
+static void case_dwconv_y16_declined(const char *name, int64_t batch, int64_t C, int64_t L)
+{
+    if (!selected(name)) return;
+    const int64_t Ct = 2 * C;
+    buf_t x = buf_rand(batch * L * Ct, -2.0, 2.0), w = buf_rand(C * 3, -1.0, 1.0), y = buf_out(batch * Ct * L);
+    round16(x.h, x.n);
+    buf16_t xb = buf16_new(x.n, x.h);
+    mvrt_op_params_t pd;
+    memset(&pd, 0, sizeof pd);
+    pd.kind = MVRT_OP_DWCONV1D_SILU;
+    mvrt_dwconv1d_params_t *d = &pd.u.dwconv1d;
+    d->batch = batch; d->channels = Ct; d->length = L; d->width = 3;
+    d->x = (const float *)xb.d; d->x_stride[0] = L * Ct; d->x_stride[1] = 1; d->x_stride[2] = Ct; d->x16 = g_t16;
+    d->y = y.d; d->y_stride[0] = C * L; d->y_stride[1] = L; d->y_stride[2] = 1;
+    d->weight = w.d; d->split = C;
+    d->y2 = (float *)y.d + batch * C * L; d->y2_stride[0] = C * L; d->y2_stride[1] = L; d->y2_stride[2] = 1;
+    d->weight2 = w.d;
+    d->y16 = g_t16;
+    size_t bytes = 0;
+    if (vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK) {
+        ran++, fails++;
+        printf("FAIL %-7s %-44s taken, expected declined\n", gemm_mode, name);
+    } else {
+        check_declined(name, &pd, &y);
+    }
+    buf_free(&x); buf_free(&w); buf_free(&y);
+    buf16_free(&xb);
+}
+
 /* Both halves of a token-major (batch, L, 2C) buffer in one op (split = C,
  * MambaVision's conv1d_x / conv1d_z): y channel-major, y2 after it in the
  * same buffer with padded strides and its own weights; y and y2 against
@@ -876,6 +910,7 @@ static void run_dwconv16_cases(void)
     case_dwconv_split("dwconv16_x16_c37_w4_b600", 600, 37, 50, 4, 1, 0, 1);
     case_dwconv_split("dwconv16_copy_c37_w4_b600", 600, 37, 50, 4, 0, 1, 1);
     case_dwconv_split("dwconv16_declined_b1", 1, 256, 196, 3, 1, 1, 0);
+    case_dwconv_y16_declined("dwconv16_y16_declined_b40", 40, 256, 196);
 }
 
 /* ---------------------------------------------------------------- attention */
