@@ -415,6 +415,17 @@ static void test_linear_bf16(int64_t batch, int64_t M, int64_t N, int64_t K, int
     free(A), free(B), free(bias), free(Y), free(got), free(ref), free(A16), free(R), free(R16);
 }
 
+/* x[0, n) as fill_uniform (center +- half), rounded to 16-bit numbers of
+ * g_t16's type, their bits in x16. */
+static void fill_uniform16(float *x, uint16_t *x16, size_t n, double center, double half)
+{
+    fill_uniform(x, n, center, half);
+    for (size_t i = 0; i < n; i++) {
+        x16[i] = to16(x[i]);
+        x[i] = from16(x16[i]);
+    }
+}
+
 /* The mixer's x_proj / dt_proj forms in a 16-bit graph: B a 16-bit
  * activation of each batch item (b16 with b_constant 0: K x N rows at a
  * padded ldb, gapped items), A a shared float weight (M x K), a per-row
@@ -431,12 +442,8 @@ static void test_linear_b16_act(int64_t batch, int64_t M, int64_t N, int64_t K, 
     double *ref = dalloc(ny);
     uint16_t *B16 = u16alloc(nb);
     fill_uniform(A, na, 0.0, 1.0);
-    fill_uniform(B, nb, 0.0, 2.0);
+    fill_uniform16(B, B16, nb, 0.0, 2.0);
     fill_uniform(bias, (size_t)M, 0.0, 1.0);
-    for (size_t i = 0; i < nb; i++) {
-        B16[i] = to16(B[i]);
-        B[i] = from16(B16[i]);
-    }
     mvrt_op_params_t op = {.kind = MVRT_OP_LINEAR};
     op.u.linear = (mvrt_linear_params_t){.batch = batch, .M = M, .N = N, .K = K, .A = A, .lda = K,
                                           .batch_stride_a = 0, .B = B, .ldb = ldb, .batch_stride_b = sb,
@@ -636,11 +643,7 @@ static void test_dwconv_y16(int64_t B, int64_t C, int64_t L, int width, int x16)
     float *x = falloc(nx), *w = falloc((size_t)(C * width)), *w2 = falloc((size_t)(C * width)), *got = falloc(ny);
     double *ref = dalloc(ny);
     uint16_t *xb = u16alloc(nx), *yb = u16alloc(ny);
-    fill_uniform(x, nx, 0.0, 2.0);
-    for (size_t i = 0; i < nx; i++) {
-        xb[i] = to16(x[i]);
-        x[i] = from16(xb[i]);
-    }
+    fill_uniform16(x, xb, nx, 0.0, 2.0);
     fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
     fill_uniform(w2, (size_t)(C * width), 0.5, 1.0);
     for (size_t i = 0; i < ny; i++)
@@ -688,11 +691,7 @@ static void test_dwconv16_strided(int64_t B, int64_t C, int64_t L, int width)
     float *x = falloc(nx), *w = falloc((size_t)(C * width)), *y = falloc(ny);
     double *ref = dalloc(ny);
     uint16_t *xb = u16alloc(nx), *cb = u16alloc(ny);
-    fill_uniform(x, nx, 0.0, 2.0);
-    for (size_t i = 0; i < nx; i++) {
-        xb[i] = to16(x[i]);
-        x[i] = from16(xb[i]);
-    }
+    fill_uniform16(x, xb, nx, 0.0, 2.0);
     fill_uniform(w, (size_t)(C * width), 0.0, 1.0);
     fill_nan(y, ny);
     to_double(ref, y, ny);
