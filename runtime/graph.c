@@ -723,9 +723,11 @@ static void mixer_out_proj_op(builder_t *b, const char *p, int64_t Bw, int64_t L
  * (a16); else *u16, the conv1d writes a 16-bit copy of the float u that
  * x_proj's 16-bit GEMM reads as stored (instead of rounding a copy on
  * every run) while the scan reads the float u. The CPU takes the chain;
- * the GPUs decline the conv1d's y16 and keep the float chain
- * (backends/gpu_common/mv_gpu_launch.cu). Addresses in the probes are
- * stand-ins: takes reads shapes only. */
+ * the GPUs where the conv1d runs its whole-row kernel and the 16-bit
+ * GEMM is there (backends/gpu_common/mv_gpu_launch.cu). Addresses in the
+ * probes are stand-ins: takes reads shapes only.
+ * MVRT_GRAPH_MIXER_CHAIN16=0 keeps the float chain (test_model_api
+ * compares both). */
 static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, int64_t Lp, int64_t C, int *xz16,
                             int *u16, int *chain16)
 {
@@ -740,7 +742,8 @@ static void mixer_storage16(builder_t *b, const char *p, int64_t Bw, int64_t L, 
     mixer_conv_op(b, p, Bw, L, Lp, C, any, 1, any, NULL, any, 0, &op);
     *xz16 = backend_takes(be, &op);
     mvrt_op_params_t xp, dp, op16;
-    if (*xz16) {
+    const char *chain_env = getenv("MVRT_GRAPH_MIXER_CHAIN16");
+    if (*xz16 && !(chain_env && strcmp(chain_env, "0") == 0)) {
         mixer_conv_op(b, p, Bw, L, Lp, C, any, 1, any, NULL, any, 1, &op);
         mixer_x_proj_op(b, p, Bw, Lp, C, NULL, any, any, 1, 1, &xp);
         mixer_dt_proj_op(b, p, Bw, Lp, C, any, any, 1, 1, &dp);

@@ -172,12 +172,16 @@ operand_shape linear_b(const mvrt_linear_params_t &p)
     return {p.trans_b ? p.N : p.K, p.trans_b ? p.K : p.N, p.batch_stride_b == 0 ? 1 : p.batch};
 }
 int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
+gemm_args linear_gemm_args(const mvrt_linear_params_t &p);
+bool linear_fold_batch(const mvrt_linear_params_t &p, const gemm_args &g);
 /* 16-bit math on the vendor GEMM: dense 16-bit copies of A and of B,
- * unless they are stored in 16 bits already (a16, b16). */
+ * unless they are stored in 16 bits already (a16, b16) and A is not
+ * transposed into one matrix (linear_fold_batch). */
 int64_t linear_vendor16_scratch(const mvrt_linear_params_t &p)
 {
     const operand_shape a = linear_a(p), b = linear_b(p);
-    return (p.a16 ? 0 : align256(a.rows * a.cols * a.count * 2)) +
+    const bool a_copy = !p.a16 || linear_fold_batch(p, linear_gemm_args(p));
+    return (a_copy ? align256(a.rows * a.cols * a.count * 2) : 0) +
            (p.b16 ? 0 : align256(b.rows * b.cols * b.count * 2));
 }
 /* 16-bit storage without a 16-bit vendor GEMM: fp32 copies of A (a16) and
@@ -188,12 +192,13 @@ int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
     return (p.a16 ? align256(a.rows * a.cols * a.count * 4) : 0) + (p.y16 ? align256(p.batch * p.M * p.N * 4) : 0);
 }
 
-/* A short K at many outputs, A shared by the batch, fp32 B and Y (the
- * mixer's dt_proj over windows): gemm_smallk_batched_kernel, fp32 FMA
- * whatever the math, no scratch (linear_gpu.cuh says why). */
+/* A short K at many outputs, A shared by the batch, B and Y both fp32 or
+ * both 16-bit (the mixer's dt_proj over windows, in the float or the
+ * 16-bit chain): gemm_smallk_batched_kernel, fp32 FMA whatever the math,
+ * no scratch (linear_gpu.cuh says why). */
 bool linear_smallk_batched(const mvrt_linear_params_t &p, const gemm_args &g)
 {
-    return !p.b16 && !p.y16 && !p.ln_weight && gemm_smallk_batched_takes(g, p.a16);
+    return p.b16 == p.y16 && !p.ln_weight && gemm_smallk_batched_takes(g, p.a16, p.y16);
 }
 
 /* A linear whose A is transposed per item (stored K x M) against one
@@ -208,14 +213,15 @@ bool linear_smallk_batched(const mvrt_linear_params_t &p, const gemm_args &g)
  * takes 3.1 and 4.9 us (`bench_cuda_ops PLUGIN batch1`). */
 bool linear_fold_batch(const mvrt_linear_params_t &p, const gemm_args &g)
 {
-    return p.trans_a && !p.a16 && p.batch >= 1 && p.batch_stride_b == 0 && p.ldy == p.N &&
+    return p.trans_a && p.batch >= 1 && p.batch_stride_b == 0 && p.ldy == p.N &&
            p.batch_stride_y == p.M * p.N && (!g.R || (g.ldr == p.N && g.sr == p.M * p.N)) &&
            !(p.bias && p.bias_per_row);
 }
 
 /* The 16-bit linear (math bf16 or fp16, of type t16): both operands
- * 16-bit (A as stored when a16, else a dense rounded copy in the scratch,
- * transposed into one matrix where linear_fold_batch holds; B as stored
+ * 16-bit (A transposed into one 16-bit matrix in the scratch where
+ * linear_fold_batch holds, else as stored when a16, else a dense rounded
+ * copy; B as stored
  * when b16, else a rounded copy), one vendor GEMM with fp32 accumulation
  * into Y (fp32, or 16-bit when y16), then the epilogue. OK, or DECLINED
  * (-1: g untouched, the caller then runs fp32), or an error. */
@@ -224,17 +230,22 @@ int run_linear16(const gemm_args &g, const mvrt_linear_params_t &p, void *scratc
 {
     const int t16 = math_type16(p.math);
     const operand_shape a = linear_a(p), b = linear_b(p);
-    const int64_t a_bytes = p.a16 ? 0 : align256(a.rows * a.cols * a.count * 2);
-    uint16_t *a16 = p.a16 ? (uint16_t *)(const void *)p.A : (uint16_t *)scratch;
+    const bool fold = linear_fold_batch(p, g);
+    const bool a_copy = !p.a16 || fold; /* as linear_vendor16_scratch */
+    const int64_t a_bytes = a_copy ? align256(a.rows * a.cols * a.count * 2) : 0;
+    uint16_t *a16 = a_copy ? (uint16_t *)scratch : (uint16_t *)(const void *)p.A;
     uint16_t *b16 = p.b16 ? (uint16_t *)(const void *)p.B : (uint16_t *)((char *)scratch + a_bytes);
     const int64_t ldb = p.b16 ? p.ldb : b.cols;
     const int64_t sb = p.b16 ? p.batch_stride_b : b.count > 1 ? b.rows * b.cols : 0;
-    const bool fold = linear_fold_batch(p, g);
     gemm_args f = g; /* the product's shape as the GEMM and the epilogue see it */
     int64_t lda = a.cols, sa = a.count > 1 ? a.rows * a.cols : 0;
     gpuError_t e = gpuSuccess;
     if (fold) {
-        e = launch_to16_transposed(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16, ctx->sm_count, s);
+        /* a16: the 16-bit chain's scan output, copied exactly */
+        e = p.a16 ? launch_to16_transposed(t16, (const uint16_t *)(const void *)p.A, a.rows, a.cols, p.lda,
+                                           p.batch_stride_a, a.count, a16, ctx->sm_count, s)
+                  : launch_to16_transposed(t16, p.A, a.rows, a.cols, p.lda, p.batch_stride_a, a.count, a16,
+                                           ctx->sm_count, s);
         f.batch = 1; f.M = p.batch * p.M; f.ta = 0; f.sy = 0; f.sr = 0;
         lda = p.K; sa = 0;
     } else if (!p.a16) {
@@ -376,7 +387,8 @@ bool linear_ln_takes(const mvrt_linear_params_t &p, const mvrt_gpu_op_ctx_t *ctx
 }
 
 /* A 16-bit B (b16) is read only by the vendor's 16-bit GEMM (and the
- * Hopper kernels behind ctx->gemm16): math bf16 / fp16 of b16's type
+ * Hopper kernels behind ctx->gemm16), or with a 16-bit Y by the short-K
+ * kernel (linear_smallk_batched, checked beside this): math bf16 / fp16 of b16's type
  * (mvrt_op_storage16 checked that), no folded LayerNorm, a K the GEMM
  * runs. Elsewhere the op is declined and the graph runner keeps fp32
  * weights. */
@@ -391,7 +403,7 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
     gemm_args g = linear_gemm_args(p);
     const bool storage16 = p.a16 || p.b16 || p.y16;
     if (p.batch <= 0 || p.M <= 0 || p.N <= 0) return MVRT_GPU_OP_OK;
-    if (p.b16 && !linear_b16_takes(p, ctx)) return MVRT_GPU_OP_UNSUPPORTED;
+    if (p.b16 && !linear_b16_takes(p, ctx) && !linear_smallk_batched(p, g)) return MVRT_GPU_OP_UNSUPPORTED;
     if (p.ln_weight) {
         /* linear_ln_takes said yes when the op was planned (the occupancy
          * query stays off this path) */
@@ -406,7 +418,7 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
         return MVRT_GPU_OP_UNSUPPORTED;
     }
     if (linear_smallk_batched(p, g)) {
-        const gpuError_t e = launch_gemm_smallk_batched(g, p.a16, s);
+        const gpuError_t e = launch_gemm_smallk_batched(g, p.a16, p.y16, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
         return MVRT_GPU_OP_OK;
     }
@@ -629,13 +641,11 @@ extern "C" int mvrt_gpu_op_takes(const mvrt_op_params_t *p, const mvrt_gpu_op_ct
     if (mvrt_op_storage16(p) < 0) return 0; /* 16-bit fields against the rules of mv_op_params.h */
     if (p->kind == MVRT_OP_CONV2D && conv_nhwc16(p->u.conv2d)) return conv_nhwc16_takes(p->u.conv2d, ctx);
     if (p->kind == MVRT_OP_LINEAR && p->u.linear.ln_weight) return linear_ln_takes(p->u.linear, ctx);
-    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16) return linear_b16_takes(p->u.linear, ctx);
+    if (p->kind == MVRT_OP_LINEAR && p->u.linear.b16)
+        return linear_b16_takes(p->u.linear, ctx) || linear_smallk_batched(p->u.linear, linear_gemm_args(p->u.linear));
     if (p->kind == MVRT_OP_ATTENTION && (p->u.attention.qkv16 || p->u.attention.out16))
         return attention_io16_takes(p->u.attention, ctx->mma16 != 0, ctx->mma_f16 != 0, ctx->smem_limit);
-    /* 16-bit outputs of the conv1d (y16): no GPU kernel writes them yet,
-     * so a graph keeps the float chain of the mixer here */
-    if (p->kind == MVRT_OP_DWCONV1D_SILU && p->u.dwconv1d.y16) return 0;
-    if (p->kind == MVRT_OP_DWCONV1D_SILU && (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16))
+    if (p->kind == MVRT_OP_DWCONV1D_SILU && (p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16 || p->u.dwconv1d.y16))
         return dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count);
     if (p->kind == MVRT_OP_MLP) {
 #if defined(MVRT_GPU_CUDA)
@@ -698,12 +708,9 @@ extern "C" int mvrt_gpu_op_run(const mvrt_op_params_t *p, void *scratch, const m
     case MVRT_OP_LAYERNORM: e = launch_layernorm(p->u.layernorm, ctx->warp_size, ctx->sm_count, s); break;
     case MVRT_OP_LINEAR: return run_linear(p->u.linear, scratch, ctx, s, out_err, msg, msg_n);
     case MVRT_OP_DWCONV1D_SILU:
-        if (p->u.dwconv1d.y16) {
-            snprintf(msg, msg_n, "dwconv1d: 16-bit outputs (y16) are a CPU form; GPUs write float y and y2");
-            return MVRT_GPU_OP_UNSUPPORTED;
-        }
-        if ((p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16) && !dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count)) {
-            snprintf(msg, msg_n, "dwconv1d: the 16-bit forms (x16, y_copy16) need the whole-row kernel's shapes: "
+        if ((p->u.dwconv1d.x16 || p->u.dwconv1d.y_copy16 || p->u.dwconv1d.y16) &&
+            !dwconv1d_rows_form(p->u.dwconv1d, ctx->sm_count)) {
+            snprintf(msg, msg_n, "dwconv1d: the 16-bit forms (x16, y_copy16, y16) need the whole-row kernel's shapes: "
                                  "channel-contiguous x, length-contiguous outputs, length <= %d, width <= %d, and at "
                                  "least 2 blocks per multiprocessor",
                      MVRT_DW_ROWS_LMAX, MVRT_DW_ROWS_WMAX);

@@ -181,8 +181,8 @@ typedef struct mvrt_linear_params {
  * the fp32 result (a 16-bit graph's whole mixer chain: the scan's u, and z
  * beside the scan's output); y_copy is then NULL. Backends that cannot
  * run a form decline it (op_scratch_size answers UNSUPPORTED): the GPUs
- * take x16 and y_copy16 on their whole-row kernel only
- * (dwconv1d_gpu.cuh) and decline y16; the CPU takes all three. */
+ * take the three on their whole-row kernel only (dwconv1d_gpu.cuh); the
+ * CPU takes all three. */
 typedef struct mvrt_dwconv1d_params {
     int64_t batch, channels, length;
     int width;

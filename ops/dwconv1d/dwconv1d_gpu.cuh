@@ -26,7 +26,8 @@
  *     tile holds 4 of 64 positions and whose 16-byte stores land 784 bytes
  *     apart; a device copy of the same bytes takes 0.054 ms. H200); the
  *     16-bit forms (x16: a 16-bit in_proj output; y_copy16: a 16-bit copy
- *     of u for x_proj's 16-bit GEMM) run here only, elsewhere declined
+ *     of u for x_proj's 16-bit GEMM; y16: u and z written in 16 bits
+ *     alone, the 16-bit mixer chain) run here only, elsewhere declined
  *   width <= 32, anything else                      -> dwconv1d_tiled_kernel
  *     (16-position tiles where 64-position ones leave SMs idle: batch 1)
  *   width > 32                                      -> dwconv1d_direct_kernel */
@@ -56,11 +57,14 @@ static __device__ __forceinline__ float silu_f(float v)
 
 /* Output element (b, c, l) and weight row of channel c: the first part, or
  * past p.split the second (y2, weight2). */
-static __device__ __forceinline__ float *dw_out(const mvrt_dwconv1d_params_t &p, int64_t b, int64_t c, int64_t l)
+/* Output (b, c, l) in y or y2, elements of type E: float, or the 16-bit
+ * bits of the y16 form (same strides in elements) */
+template <typename E = float>
+static __device__ __forceinline__ E *dw_out(const mvrt_dwconv1d_params_t &p, int64_t b, int64_t c, int64_t l)
 {
     if (p.split > 0 && c >= p.split)
-        return p.y2 + b * p.y2_stride[0] + (c - p.split) * p.y2_stride[1] + l * p.y2_stride[2];
-    return p.y + b * p.y_stride[0] + c * p.y_stride[1] + l * p.y_stride[2];
+        return reinterpret_cast<E *>(p.y2) + b * p.y2_stride[0] + (c - p.split) * p.y2_stride[1] + l * p.y2_stride[2];
+    return reinterpret_cast<E *>(p.y) + b * p.y_stride[0] + c * p.y_stride[1] + l * p.y_stride[2];
 }
 static __device__ __forceinline__ const float *dw_weight(const mvrt_dwconv1d_params_t &p, int64_t c)
 {
@@ -168,7 +172,7 @@ template <int T16> static __device__ __forceinline__ float dw_x(const mvrt_dwcon
 }
 
 /* TC channels per block, ROW (odd) >= L + width - 1 staged positions;
- * T16: 0, or the 16-bit type of the op's x16 / y_copy16 forms (the only
+ * T16: 0, or the 16-bit type of the op's x16 / y_copy16 / y16 forms (the only
  * kernel that runs them: mv_op_params.h) */
 template <int TC, int ROW, int T16>
 __global__ void __launch_bounds__(256) dwconv1d_rows_kernel(mvrt_dwconv1d_params_t p)
@@ -244,10 +248,12 @@ __global__ void __launch_bounds__(256) dwconv1d_rows_kernel(mvrt_dwconv1d_params
             float w[MVRT_DW_ROWS_WMAX];
 #pragma unroll
             for (int j = 0; j < MVRT_DW_ROWS_WMAX; j++) w[j] = wts[c][j];
-            float *out = dw_out(p, b, cg, 0);
-            unsigned short *copy = nullptr; /* the first part's 16-bit copy */
+            /* y16: the 16-bit row replaces the float one */
+            float *out = p.y16 ? nullptr : dw_out(p, b, cg, 0);
+            unsigned short *copy = nullptr; /* the first part's 16-bit copy, or (y16) the row itself */
             if constexpr (T16 != 0) {
-                if (p.y_copy16 && (p.split <= 0 || cg < p.split))
+                if (p.y16) copy = dw_out<unsigned short>(p, b, cg, 0);
+                else if (p.y_copy16 && (p.split <= 0 || cg < p.split))
                     copy = reinterpret_cast<unsigned short *>(p.y_copy) + b * p.y_stride[0] + cg * p.y_stride[1];
             }
             for (int l = lane; l < L; l += 32) {
@@ -256,7 +262,7 @@ __global__ void __launch_bounds__(256) dwconv1d_rows_kernel(mvrt_dwconv1d_params
                 for (int j = 0; j < MVRT_DW_ROWS_WMAX; j++)
                     if (j < W) acc = fmaf(w[j], tile[c][l + j], acc);
                 const float v = silu_f(acc);
-                out[l] = v;
+                if (out) out[l] = v;
                 if constexpr (T16 != 0) {
                     if (copy) copy[l] = mvrt_f32_to_h16<T16>(v);
                 }
@@ -287,7 +293,7 @@ __global__ void __launch_bounds__(256) dwconv1d_direct_kernel(mvrt_dwconv1d_para
 
 /* The whole-row kernel runs the op (the table above): token-major x,
  * length-contiguous y (and y2), L <= 256, width <= 8, at least 2 blocks
- * per SM. The 16-bit forms (x16, y_copy16) run only there. */
+ * per SM. The 16-bit forms (x16, y_copy16, y16) run only there. */
 static inline bool dwconv1d_rows_form(const mvrt_dwconv1d_params_t &p, int sm_count)
 {
     const bool layout = p.x_stride[1] == 1 && p.y_stride[2] == 1 && (p.split <= 0 || p.y2_stride[2] == 1) &&
@@ -307,7 +313,7 @@ template <int T16> static inline void launch_dwconv1d_rows(const mvrt_dwconv1d_p
 }
 
 /* sm_count: the device's multiprocessors (picks the tile length). The
- * caller has checked that a 16-bit form (x16, y_copy16) is in the rows
+ * caller has checked that a 16-bit form (x16, y_copy16, y16) is in the rows
  * form (dwconv1d_rows_form). */
 static inline mvrt_gpu_error_t launch_dwconv1d(const mvrt_dwconv1d_params_t &p, int sm_count, mvrt_gpu_stream_t s)
 {
@@ -316,7 +322,7 @@ static inline mvrt_gpu_error_t launch_dwconv1d(const mvrt_dwconv1d_params_t &p, 
     const int64_t ltiles = (p.length + MVRT_DW_TL - 1) / MVRT_DW_TL;
     const bool shorter = ltiles * ctiles * p.batch < sm_count;
     const int64_t stiles = (p.length + MVRT_DW_TL_SHORT - 1) / MVRT_DW_TL_SHORT;
-    const int t16 = p.x16 ? p.x16 : p.y_copy16;
+    const int t16 = p.x16 ? p.x16 : p.y_copy16 ? p.y_copy16 : p.y16;
     if (dwconv1d_rows_form(p, sm_count)) {
         if (t16 == MVRT_STORAGE16_BF16) launch_dwconv1d_rows<MVRT_STORAGE16_BF16>(p, s);
         else if (t16 == MVRT_STORAGE16_F16) launch_dwconv1d_rows<MVRT_STORAGE16_F16>(p, s);

@@ -412,8 +412,9 @@ static inline mvrt_gpu_error_t launch_to16(int t16, const float *src, int64_t ro
     return launch_convert(t16, src, ld, sstride, dst, cols, rows * cols, rows, cols, batch, s);
 }
 
-/* Per matrix b of `batch`: src_b (rows, cols) floats at row stride ld,
- * matrices sstride apart -> dst (batch * cols, rows) 16-bit bits, dense and
+/* Per matrix b of `batch`: src_b (rows, cols) floats, or 16-bit values
+ * of dst's type (then copied exactly), at row stride ld, matrices
+ * sstride apart -> dst (batch * cols, rows) 16-bit bits, dense and
  * transposed: dst[(b * cols + c) * rows + r] = src_b[r, c], rounded to
  * nearest even. The mixer's out_proj input: src_b is a window's (C, L)
  * scan output, dst its (L, C) rows. Two kernels (launch_to16_transposed
@@ -430,8 +431,30 @@ static inline mvrt_gpu_error_t launch_to16(int t16, const float *src, int64_t ro
  * row tiles, z over matrices (y and z grid-stride). */
 #define MVRT_T16T_ROWS 64
 #define MVRT_T16T_COLS 32
-template <int T16>
-__global__ void __launch_bounds__(256) to16_transposed_tiles_kernel(const float *__restrict__ src, int64_t rows,
+/* An element of a transposed copy's source: a float, or 16-bit bits of
+ * the copy's own type T16 (widened exactly, so rounding back returns them) */
+template <int T16> static __device__ __forceinline__ float t16t_load(const float *p) { return *p; }
+template <int T16> static __device__ __forceinline__ float t16t_load(const uint16_t *p)
+{
+    return mvrt_h16_to_f32<T16>(*p);
+}
+/* Elements [4i, 4i + 4) of a source aligned to 4 elements, rounded to T16 */
+template <int T16> static __device__ __forceinline__ void t16t_load4(const float *s, int64_t i, uint16_t out[4])
+{
+    const float4 v = reinterpret_cast<const float4 *>(s)[i];
+    out[0] = mvrt_f32_to_h16<T16>(v.x), out[1] = mvrt_f32_to_h16<T16>(v.y);
+    out[2] = mvrt_f32_to_h16<T16>(v.z), out[3] = mvrt_f32_to_h16<T16>(v.w);
+}
+template <int T16> static __device__ __forceinline__ void t16t_load4(const uint16_t *s, int64_t i, uint16_t out[4])
+{
+    const uint2 w = reinterpret_cast<const uint2 *>(s)[i];
+    out[0] = (uint16_t)(w.x & 0xffffu), out[1] = (uint16_t)(w.x >> 16);
+    out[2] = (uint16_t)(w.y & 0xffffu), out[3] = (uint16_t)(w.y >> 16);
+}
+/* S: float, or uint16_t (a 16-bit source of type T16: the 16-bit mixer
+ * chain's scan output; the copy is then exact) */
+template <int T16, typename S>
+__global__ void __launch_bounds__(256) to16_transposed_tiles_kernel(const S *__restrict__ src, int64_t rows,
                                                                        int64_t cols, int64_t ld, int64_t sstride,
                                                                        int64_t batch, uint16_t *__restrict__ dst)
 {
@@ -442,11 +465,11 @@ __global__ void __launch_bounds__(256) to16_transposed_tiles_kernel(const float 
     const int64_t c0 = (int64_t)blockIdx.x * MVRT_T16T_COLS;
     for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
         for (int64_t r0 = (int64_t)blockIdx.y * MVRT_T16T_ROWS; r0 < rows; r0 += (int64_t)gridDim.y * MVRT_T16T_ROWS) {
-            const float *sb = src + b * sstride;
+            const S *sb = src + b * sstride;
 #pragma unroll
             for (int i = ty; i < MVRT_T16T_ROWS; i += 8) {
                 const int64_t r = r0 + i, c = c0 + tx;
-                tile[tx][i] = r < rows && c < cols ? sb[r * ld + c] : 0.f;
+                tile[tx][i] = r < rows && c < cols ? t16t_load<T16>(sb + r * ld + c) : 0.f;
             }
             __syncthreads();
             const int64_t r = r0 + 2 * tx;
@@ -477,8 +500,8 @@ __global__ void __launch_bounds__(256) to16_transposed_tiles_kernel(const float 
  * Grid: x over row tiles, z over matrices (grid-stride). Block: 256
  * threads whatever the warp width. */
 #define MVRT_T16T_WIN_COLS 256
-template <int T16>
-__global__ void __launch_bounds__(256) to16_transposed_windows_kernel(const float *__restrict__ src, int64_t rows,
+template <int T16, typename S>
+__global__ void __launch_bounds__(256) to16_transposed_windows_kernel(const S *__restrict__ src, int64_t rows,
                                                                          int64_t cols, int64_t sstride, int64_t batch,
                                                                          uint16_t *__restrict__ dst)
 {
@@ -489,22 +512,20 @@ __global__ void __launch_bounds__(256) to16_transposed_windows_kernel(const floa
     const int rt = (int)(rows - r0 < MVRT_T16T_ROWS ? rows - r0 : MVRT_T16T_ROWS);
     const int ct = (int)cols, n4 = rt * ct / 4, nth = (int)blockDim.x, t = (int)threadIdx.x;
     for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
-        const float *sb = src + b * sstride + r0 * cols;
-        const float4 *s4 = reinterpret_cast<const float4 *>(sb);
+        const S *sb = src + b * sstride + r0 * cols;
         for (int i0 = t; i0 < n4; i0 += 4 * nth) {
-            float4 v[4];
+            uint16_t v[4][4];
 #pragma unroll
             for (int k = 0; k < 4; k++)
-                v[k] = i0 + k * nth < n4 ? s4[i0 + k * nth] : make_float4(0.f, 0.f, 0.f, 0.f);
+                if (i0 + k * nth < n4) t16t_load4<T16>(sb, i0 + k * nth, v[k]);
 #pragma unroll
             for (int k = 0; k < 4; k++) {
                 const int i = i0 + k * nth;
                 if (i >= n4) break;
-                const float vs[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
                 int r = 4 * i / ct, c = 4 * i - r * ct;
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    tile[c][r] = mvrt_f32_to_h16<T16>(vs[j]);
+                    tile[c][r] = v[k][j];
                     if (++c == ct) c = 0, ++r;
                 }
             }
@@ -527,35 +548,37 @@ __global__ void __launch_bounds__(256) to16_transposed_windows_kernel(const floa
 }
 
 /* sm_count: the device's SMs (the windows kernel only where its grid of
- * 64-row blocks has one per SM) */
-static inline mvrt_gpu_error_t launch_to16_transposed(int t16, const float *src, int64_t rows, int64_t cols, int64_t ld,
+ * 64-row blocks has one per SM). S: float, or uint16_t bits of type t16. */
+template <typename S>
+static inline mvrt_gpu_error_t launch_to16_transposed(int t16, const S *src, int64_t rows, int64_t cols, int64_t ld,
                                                          int64_t sstride, int64_t batch, uint16_t *dst, int sm_count,
                                                          mvrt_gpu_stream_t s)
 {
     if (rows <= 0 || cols <= 0 || batch <= 0) return MVRT_GPU_SUCCESS;
     const int64_t window_blocks = batch * ((rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS);
     const bool windows = ld == cols && cols <= MVRT_T16T_WIN_COLS && rows * cols % 4 == 0 &&
-                         ((uintptr_t)src & 15u) == 0 && (batch == 1 || sstride % 4 == 0) &&
+                         ((uintptr_t)src & (4 * sizeof(S) - 1)) == 0 && (batch == 1 || sstride % 4 == 0) &&
                          window_blocks >= sm_count;
     if (windows) {
         const dim3 grid(mvrt_min_u64(((uint64_t)rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS, 0x7fffffffu), 1,
                         mvrt_min_u64((uint64_t)batch, 65535));
         if (t16 == MVRT_STORAGE16_F16)
-            to16_transposed_windows_kernel<MVRT_STORAGE16_F16><<<grid, 256, 0, s>>>(src, rows, cols, sstride, batch, dst);
+            to16_transposed_windows_kernel<MVRT_STORAGE16_F16, S><<<grid, 256, 0, s>>>(src, rows, cols, sstride, batch,
+                                                                                      dst);
         else
-            to16_transposed_windows_kernel<MVRT_STORAGE16_BF16><<<grid, 256, 0, s>>>(src, rows, cols, sstride, batch,
-                                                                                     dst);
+            to16_transposed_windows_kernel<MVRT_STORAGE16_BF16, S><<<grid, 256, 0, s>>>(src, rows, cols, sstride, batch,
+                                                                                       dst);
         return mvrt_gpu_get_last_error();
     }
     const dim3 grid(mvrt_min_u64(((uint64_t)cols + MVRT_T16T_COLS - 1) / MVRT_T16T_COLS, 0x7fffffffu),
                     mvrt_min_u64(((uint64_t)rows + MVRT_T16T_ROWS - 1) / MVRT_T16T_ROWS, 65535),
                     mvrt_min_u64((uint64_t)batch, 65535));
     if (t16 == MVRT_STORAGE16_F16)
-        to16_transposed_tiles_kernel<MVRT_STORAGE16_F16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride,
-                                                                                      batch, dst);
+        to16_transposed_tiles_kernel<MVRT_STORAGE16_F16, S><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride,
+                                                                                         batch, dst);
     else
-        to16_transposed_tiles_kernel<MVRT_STORAGE16_BF16><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride,
-                                                                                       batch, dst);
+        to16_transposed_tiles_kernel<MVRT_STORAGE16_BF16, S><<<grid, dim3(32, 8), 0, s>>>(src, rows, cols, ld, sstride,
+                                                                                          batch, dst);
     return mvrt_gpu_get_last_error();
 }
 
@@ -650,22 +673,31 @@ static inline smallkb_plan smallkb_plan_for(const gemm_args &g)
     }
     return smallkb_plan{0, 0, 0, 0};
 }
-/* a16: 0 (A floats) or A's 16-bit type (mvrt_linear_params_t.a16) */
-static inline bool gemm_smallk_batched_takes(const gemm_args &g, int a16)
+/* a16: 0 (A floats) or A's 16-bit type (mvrt_linear_params_t.a16);
+ * io16: 0 (B and Y floats) or the 16-bit type both B and Y are stored in
+ * (b16 == y16: the 16-bit mixer chain's dbl -> dt), A then floats or of
+ * the same type */
+static inline bool gemm_smallk_batched_takes(const gemm_args &g, int a16, int io16)
 {
     if (g.ta || g.tb || g.sa != 0 || g.y16 || g.R || g.beta != 0.f || g.batch > 0x7fffffff ||
         g.batch * g.M * g.N <= MVRT_SMALLK_GEMM_OUTPUTS)
         return false;
     if (a16 != 0 && a16 != MVRT_STORAGE16_BF16 && a16 != MVRT_STORAGE16_F16) return false;
+    if (io16 != 0 && ((io16 != MVRT_STORAGE16_BF16 && io16 != MVRT_STORAGE16_F16) || (a16 != 0 && a16 != io16)))
+        return false;
     const smallkb_plan pl = smallkb_plan_for(g);
     return pl.smem > 0 && (g.M + pl.rows - 1) / pl.rows <= 65535;
 }
-/* b_vec4: B's rows are float4 runs (N and ldb multiples of 4, 16-byte
- * aligned items), so NP == N and the staging loads 16 bytes at a time */
-template <int A16>
+/* b_vec4: B's rows are runs of 4 elements (N and ldb multiples of 4,
+ * items aligned to 4 elements), so NP == N and the staging loads 4
+ * elements at a time (16 bytes, or 8 of IO16). IO16: 0, or the 16-bit
+ * type B and Y are stored in (widened on staging, rounded once on the
+ * store; vec4 then stores 8 bytes per row). */
+template <int A16, int IO16>
 __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
     gemm_smallk_batched_kernel(gemm_args g, smallkb_plan pl, bool vec4, bool b_vec4)
 {
+    constexpr int T16 = IO16 ? IO16 : MVRT_STORAGE16_BF16; /* a valid type where IO16 is 0 */
     constexpr int T = MVRT_SMALLKB_THREADS, U = MVRT_SMALLKB_LOADS, RT = MVRT_SMALLKB_ROWS;
     extern __shared__ float4 smallkb_buf4[];
     float *Bs = reinterpret_cast<float *>(smallkb_buf4);
@@ -674,6 +706,7 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
     const int64_t b = blockIdx.x, m0 = (int64_t)blockIdx.y * RP;
     const int rows = (int)(g.M - m0 < RP ? g.M - m0 : RP);
     const float *B = g.B + b * g.sb;
+    const unsigned short *B16 = reinterpret_cast<const unsigned short *>(g.B) + b * g.sb;
     if (b_vec4) {
         const int NQ = NP / 4, total = K * NQ;
         for (int i0 = threadIdx.x; i0 < total; i0 += U * T) {
@@ -681,7 +714,17 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int i = i0 + u * T, k = i / NQ, q = i - k * NQ;
-                if (i < total) v[u] = *reinterpret_cast<const float4 *>(B + (int64_t)k * g.ldb + 4 * q);
+                if (i < total) {
+                    if (IO16) {
+                        const uint2 w = *reinterpret_cast<const uint2 *>(B16 + (int64_t)k * g.ldb + 4 * q);
+                        v[u] = make_float4(mvrt_h16_to_f32<T16>((unsigned short)(w.x & 0xffffu)),
+                                           mvrt_h16_to_f32<T16>((unsigned short)(w.x >> 16)),
+                                           mvrt_h16_to_f32<T16>((unsigned short)(w.y & 0xffffu)),
+                                           mvrt_h16_to_f32<T16>((unsigned short)(w.y >> 16)));
+                    } else {
+                        v[u] = *reinterpret_cast<const float4 *>(B + (int64_t)k * g.ldb + 4 * q);
+                    }
+                }
             }
 #pragma unroll
             for (int u = 0; u < U; u++)
@@ -694,7 +737,8 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int i = i0 + u * T, k = i / NP, n = i - k * NP;
-                v[u] = i < total && n < N ? B[(int64_t)k * g.ldb + n] : 0.f;
+                const int64_t at = (int64_t)k * g.ldb + n;
+                v[u] = !(i < total && n < N) ? 0.f : IO16 ? mvrt_h16_to_f32<T16>(B16[at]) : B[at];
             }
 #pragma unroll
             for (int u = 0; u < U; u++)
@@ -745,6 +789,7 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
         }
     }
     float *Y = g.Y + b * g.sy;
+    unsigned short *Y16 = reinterpret_cast<unsigned short *>(g.Y) + b * g.sy;
     const int n0 = 4 * cg;
 #pragma unroll
     for (int i = 0; i < RT; i++) {
@@ -754,6 +799,20 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
 #pragma unroll
         for (int j = 0; j < 4; j++)
             v[j] = act_apply(g.act, acc[i][j] + (g.bias ? g.bias[g.bias_per_row ? m : n0 + j] : 0.f));
+        if (IO16) {
+            unsigned short *y = Y16 + m * g.ldy + n0;
+            if (vec4 && n0 + 3 < N) {
+                uint2 w;
+                w.x = (uint32_t)mvrt_f32_to_h16<T16>(v[0]) | ((uint32_t)mvrt_f32_to_h16<T16>(v[1]) << 16);
+                w.y = (uint32_t)mvrt_f32_to_h16<T16>(v[2]) | ((uint32_t)mvrt_f32_to_h16<T16>(v[3]) << 16);
+                *reinterpret_cast<uint2 *>(y) = w;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (n0 + j < N) y[j] = mvrt_f32_to_h16<T16>(v[j]);
+            }
+            continue;
+        }
         float *y = Y + m * g.ldy + n0;
         if (vec4 && n0 + 3 < N) {
             *reinterpret_cast<float4 *>(y) = make_float4(v[0], v[1], v[2], v[3]);
@@ -764,19 +823,24 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
         }
     }
 }
-static inline mvrt_gpu_error_t launch_gemm_smallk_batched(const gemm_args &g, int a16, mvrt_gpu_stream_t s)
+/* a16, io16: as gemm_smallk_batched_takes, which said yes */
+static inline mvrt_gpu_error_t launch_gemm_smallk_batched(const gemm_args &g, int a16, int io16, mvrt_gpu_stream_t s)
 {
     if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
     const smallkb_plan pl = smallkb_plan_for(g);
     const dim3 grid((unsigned)g.batch, (unsigned)((g.M + pl.rows - 1) / pl.rows));
-    const bool vec4 = g.ldy % 4 == 0 && g.sy % 4 == 0 && ((uintptr_t)g.Y & 15u) == 0;
-    const bool b_vec4 = g.N % 4 == 0 && g.ldb % 4 == 0 && g.sb % 4 == 0 && ((uintptr_t)g.B & 15u) == 0;
-    if (a16 == MVRT_STORAGE16_BF16)
-        gemm_smallk_batched_kernel<MVRT_STORAGE16_BF16><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4);
-    else if (a16 == MVRT_STORAGE16_F16)
-        gemm_smallk_batched_kernel<MVRT_STORAGE16_F16><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4);
-    else
-        gemm_smallk_batched_kernel<0><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4);
+    const unsigned esize = io16 ? 2u : 4u, run = 4u * esize - 1u; /* a run of 4 elements' alignment mask */
+    const bool vec4 = g.ldy % 4 == 0 && g.sy % 4 == 0 && ((uintptr_t)g.Y & run) == 0;
+    const bool b_vec4 = g.N % 4 == 0 && g.ldb % 4 == 0 && g.sb % 4 == 0 && ((uintptr_t)g.B & run) == 0;
+    void (*fn)(gemm_args, smallkb_plan, bool, bool) =
+        io16 == MVRT_STORAGE16_BF16 ? (a16 ? gemm_smallk_batched_kernel<MVRT_STORAGE16_BF16, MVRT_STORAGE16_BF16>
+                                           : gemm_smallk_batched_kernel<0, MVRT_STORAGE16_BF16>)
+        : io16 == MVRT_STORAGE16_F16 ? (a16 ? gemm_smallk_batched_kernel<MVRT_STORAGE16_F16, MVRT_STORAGE16_F16>
+                                            : gemm_smallk_batched_kernel<0, MVRT_STORAGE16_F16>)
+        : a16 == MVRT_STORAGE16_BF16 ? gemm_smallk_batched_kernel<MVRT_STORAGE16_BF16, 0>
+        : a16 == MVRT_STORAGE16_F16  ? gemm_smallk_batched_kernel<MVRT_STORAGE16_F16, 0>
+                                     : gemm_smallk_batched_kernel<0, 0>;
+    fn<<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4);
     return mvrt_gpu_get_last_error();
 }
 

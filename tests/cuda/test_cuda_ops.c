@@ -297,7 +297,11 @@ static void case_layernorm_bf16(const char *name, int64_t rows, int64_t cols, in
  * matrix (`residual`); values in [-4, 4], 16-bit numbers. Where a vendor
  * GEMM is followed by the epilogue pass, the product + R and then + bias
  * are two roundings (mv_op_params.h): atol gains one rounding of the
- * largest bias (1). */
+ * largest bias (1).
+ * pad < 0: no padding and items back to back (the mixer's out_proj
+ * layout: with ta, a dense Y and a shared B the GPUs fold the batch into
+ * one GEMM over a transposed 16-bit copy of A, from floats or, a16, from
+ * the 16-bit chain's scan output). */
 enum { RES_NONE = 0, RES_INPLACE = 1, RES_SEPARATE = 2 };
 static void case_linear_storage_res(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int ta,
                                     int a16, int y16, int bias, int act, int math, int64_t pad, int res)
@@ -309,9 +313,11 @@ static void case_linear_storage_res(const char *name, int64_t batch, int64_t M, 
     const int b16 = (a16 & 2) != 0;
     a16 &= 1;
     math = m16(math);
-    const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + pad, sa = ra * lda + 2;
+    const int dense = pad < 0;
+    if (dense) pad = 0;
+    const int64_t ra = ta ? K : M, ca = ta ? M : K, lda = ca + pad, sa = ra * lda + (dense ? 0 : 2);
     const int64_t ldb = K + pad, sb = 0; /* a shared PyTorch weight (N, K) */
-    const int64_t ldy = N + pad, sy = M * ldy + 6;
+    const int64_t ldy = N + pad, sy = M * ldy + (dense ? 0 : 6);
     buf_t A = buf_rand(batch * sa, -1.0, 1.0), B = buf_rand(N * ldb, -1.0, 1.0);
     round16(A.h, A.n);
     buf_upload(&A);
@@ -403,20 +409,30 @@ static void case_linear_storage(const char *name, int64_t batch, int64_t M, int6
  * gemm_smallk_batched_kernel, which computes in fp32 whatever the math:
  * the fp32 tolerance (2e-6 sqrt(K) + 1e-6, rtol 1e-5) must hold in the
  * 16-bit passes too, which a 16-bit GEMM would miss (its products round
- * B to 8 or 11 bits), so this also checks that the kernel was chosen. */
+ * B to 8 or 11 bits), so this also checks that the kernel was chosen.
+ * a16 bit 1 (IO16): B and Y stored in 16 bits too (b16, y16: the 16-bit
+ * mixer chain's dbl -> dt); B's values are then 16-bit numbers, and Y adds
+ * one rounding (round16_rtol, round16_atol) to the fp32 tolerance. */
 static void case_linear_smallkb(const char *name, int64_t batch, int64_t M, int64_t N, int64_t K, int a16, int math,
                                 int64_t pad, int act)
 {
     if (!selected(name)) return;
+    const int io16 = (a16 & 2) != 0;
+    a16 &= 1;
     /* gapped items: unpadded ones keep 16-byte alignment (the kernel's
      * 16-byte staging loads), padded ones do not */
     const int64_t lda = K + pad, ldb = N + pad, ldy = N + pad, sb = K * ldb + (pad ? 3 : 4),
                   sy = M * ldy + (pad ? 5 : 0);
     buf_t A = buf_rand(M * lda, -1.0, 1.0), B = buf_rand(batch * sb, -1.0, 1.0), bias = buf_rand(M, -1.0, 1.0);
-    buf16_t A16 = {0, 0, 0};
+    buf16_t A16 = {0, 0, 0}, B16 = {0, 0, 0}, Y16 = {0, 0, 0};
     if (a16) { /* the reference multiplies the weight as stored */
         round16(A.h, A.n);
         A16 = buf16_new(A.n, A.h);
+    }
+    if (io16) {
+        round16(B.h, B.n);
+        B16 = buf16_new(B.n, B.h);
+        Y16 = buf16_new(batch * sy, NULL);
     }
     buf_t Y = buf_out(batch * sy);
     mvrt_op_params_t ph, pd;
@@ -433,13 +449,20 @@ static void case_linear_smallkb(const char *name, int64_t batch, int64_t M, int6
     pd.u.linear.A = a16 ? (const float *)A16.d : (const float *)A.d;
     pd.u.linear.a16 = a16 ? g_t16 : 0;
     pd.u.linear.B = B.d; pd.u.linear.Y = Y.d; pd.u.linear.bias = bias.d;
+    if (io16) {
+        pd.u.linear.B = (const float *)B16.d; pd.u.linear.b16 = g_t16;
+        pd.u.linear.Y = (float *)Y16.d; pd.u.linear.y16 = g_t16;
+    }
     double *ref = ref_new(Y.n);
     mvrt_ref_op_run(&ph, ref);
     run_dev(&pd);
-    check(name, &Y, ref, 0, 2e-6 * sqrt((double)K) + 1e-6, 1e-5);
+    const double atol = 2e-6 * sqrt((double)K) + 1e-6;
+    if (io16) check16(name, &Y16, ref, 0, atol + round16_atol(), 1e-5 + round16_rtol());
+    else check(name, &Y, ref, 0, atol, 1e-5);
     free(ref);
     buf_free(&A); buf_free(&B); buf_free(&Y); buf_free(&bias);
     if (a16) buf16_free(&A16);
+    if (io16) { buf16_free(&B16); buf16_free(&Y16); }
 }
 
 /* ------------------------------------------- linear with a folded LayerNorm */
@@ -786,38 +809,67 @@ static void case_dwconv(const char *name, int64_t batch, int64_t C, int64_t L, i
     buf_free(&x); buf_free(&w); buf_free(&y);
 }
 
-/* The conv1d's 16-bit outputs (y16: the CPU's 16-bit mixer chain) at
- * MambaVision-B's stage-3 shape: no GPU kernel writes them yet, so
- * op_scratch_size and op_run must decline the form and leave y (here
- * read as bytes) untouched; a backend that ran it as the float form would
- * write floats where the graph reads 16-bit values. */
-static void case_dwconv_y16_declined(const char *name, int64_t batch, int64_t C, int64_t L)
+/* The conv1d's 16-bit outputs (y16: the 16-bit mixer chain's u and z),
+ * both halves of a 16-bit token-major (batch, L, 2C) input (x16) into one
+ * 16-bit (batch, 2C, L) buffer: the values against the double reference
+ * with the float tolerance plus one rounding (round16_rtol, round16_atol),
+ * and the padding between items (2 values) left as it was. taken: 1 where
+ * the device runs the form (the whole-row kernel), 0 where op_scratch_size
+ * and op_run must decline it and leave y's bits untouched (a backend that
+ * ran it as the float form would write floats where the graph reads
+ * 16-bit values). */
+static void case_dwconv_y16(const char *name, int64_t batch, int64_t C, int64_t L, int taken)
 {
     if (!selected(name)) return;
-    const int64_t Ct = 2 * C;
-    buf_t x = buf_rand(batch * L * Ct, -2.0, 2.0), w = buf_rand(C * 3, -1.0, 1.0), y = buf_out(batch * Ct * L);
+    const int64_t Ct = 2 * C, ys = Ct * L + 2;
+    buf_t x = buf_rand(batch * L * Ct, -2.0, 2.0), w = buf_rand(C * 3, -1.0, 1.0), w2 = buf_rand(C * 3, -1.0, 1.0);
     round16(x.h, x.n);
-    buf16_t xb = buf16_new(x.n, x.h);
-    mvrt_op_params_t pd;
-    memset(&pd, 0, sizeof pd);
-    pd.kind = MVRT_OP_DWCONV1D_SILU;
-    mvrt_dwconv1d_params_t *d = &pd.u.dwconv1d;
+    buf16_t xb = buf16_new(x.n, x.h), yb = buf16_new(batch * ys, NULL);
+    float *yh = malloc(sizeof(float) * (size_t)yb.n);
+    if (!yh) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    mvrt_op_params_t ph, pd;
+    memset(&ph, 0, sizeof ph);
+    ph.kind = MVRT_OP_DWCONV1D_SILU;
+    mvrt_dwconv1d_params_t *d = &ph.u.dwconv1d;
     d->batch = batch; d->channels = Ct; d->length = L; d->width = 3;
-    d->x = (const float *)xb.d; d->x_stride[0] = L * Ct; d->x_stride[1] = 1; d->x_stride[2] = Ct; d->x16 = g_t16;
-    d->y = y.d; d->y_stride[0] = C * L; d->y_stride[1] = L; d->y_stride[2] = 1;
-    d->weight = w.d; d->split = C;
-    d->y2 = (float *)y.d + batch * C * L; d->y2_stride[0] = C * L; d->y2_stride[1] = L; d->y2_stride[2] = 1;
-    d->weight2 = w.d;
-    d->y16 = g_t16;
+    d->x = x.h; d->x_stride[0] = L * Ct; d->x_stride[1] = 1; d->x_stride[2] = Ct;
+    d->y = yh; d->y_stride[0] = ys; d->y_stride[1] = L; d->y_stride[2] = 1;
+    d->weight = w.h; d->split = C;
+    d->y2 = yh + C * L; d->y2_stride[0] = ys; d->y2_stride[1] = L; d->y2_stride[2] = 1;
+    d->weight2 = w2.h;
+    pd = ph;
+    pd.u.dwconv1d.x = (const float *)xb.d; pd.u.dwconv1d.x16 = g_t16;
+    pd.u.dwconv1d.y = (float *)yb.d; pd.u.dwconv1d.y2 = (float *)((uint16_t *)yb.d + C * L);
+    pd.u.dwconv1d.weight = w.d; pd.u.dwconv1d.weight2 = w2.d;
+    pd.u.dwconv1d.y16 = g_t16;
     size_t bytes = 0;
-    if (vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK) {
+    const int took = vt->op_scratch_size(dev, &pd, &bytes) == MVRT_OK;
+    if (took != taken) {
         ran++, fails++;
-        printf("FAIL %-7s %-44s taken, expected declined\n", gemm_mode, name);
+        printf("FAIL %-7s %-44s %s, expected %s\n", gemm_mode, name, took ? "taken" : "declined",
+               taken ? "taken" : "declined");
+    } else if (!took) {
+        ran++;
+        const mvrt_status_t st = vt->op_run(dev, stream, &pd, NULL);
+        TU_CHECK(vt->stream_synchronize(dev, stream));
+        uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)yb.n);
+        if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+        TU_CHECK(vt->copy_d2h(dev, stream, bits, yb.d, sizeof(uint16_t) * (size_t)yb.n));
+        TU_CHECK(vt->stream_synchronize(dev, stream));
+        const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(bits, yb.h, sizeof(uint16_t) * (size_t)yb.n) == 0;
+        printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote its output)");
+        if (!ok) fails++;
+        free(bits);
     } else {
-        check_declined(name, &pd, &y);
+        double *ref = ref_new(yb.n);
+        mvrt_ref_op_run(&ph, ref);
+        run_dev(&pd);
+        check16(name, &yb, ref, 0, 1e-5 * sqrt(3.0) + 1e-6 + round16_atol(), 1e-5 + round16_rtol());
+        free(ref);
     }
-    buf_free(&x); buf_free(&w); buf_free(&y);
-    buf16_free(&xb);
+    free(yh);
+    buf_free(&x); buf_free(&w); buf_free(&w2);
+    buf16_free(&xb); buf16_free(&yb);
 }
 
 /* Both halves of a token-major (batch, L, 2C) buffer in one op (split = C,
@@ -910,7 +962,9 @@ static void run_dwconv16_cases(void)
     case_dwconv_split("dwconv16_x16_c37_w4_b600", 600, 37, 50, 4, 1, 0, 1);
     case_dwconv_split("dwconv16_copy_c37_w4_b600", 600, 37, 50, 4, 0, 1, 1);
     case_dwconv_split("dwconv16_declined_b1", 1, 256, 196, 3, 1, 1, 0);
-    case_dwconv_y16_declined("dwconv16_y16_declined_b40", 40, 256, 196);
+    case_dwconv_y16("dwconv16_y16_mv_256x196_b40", 40, 256, 196, 1);
+    case_dwconv_y16("dwconv16_y16_mv_512x49_b80", 80, 512, 49, 1);
+    case_dwconv_y16("dwconv16_y16_declined_b1", 1, 256, 196, 0);
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -1882,6 +1936,16 @@ static void run_linear_storage_cases(void)
     case_linear_storage_res("linear_res16_few_rows_sep", 1, 196, 512, 512, 0, 3, 1, 1, NONE, BF16, 0, RES_SEPARATE);
     case_linear_storage_res("linear_res16_outproj_nobias", 1, 4224, 320, 320, 0, 3, 1, 0, NONE, BF16, 0, RES_INPLACE);
     case_linear_storage_res("linear_res16_batch_ta_odd", 3, 37, 19, 45, 1, 1, 1, 1, NONE, BF16, 3, RES_INPLACE);
+    /* the out_proj of the 16-bit mixer chain (a16, ta, b16, a 16-bit
+     * residual stream, dense): folded over a transposed copy of the 16-bit
+     * A, by the windows kernel (B's stage 3 at batch 40: 160 blocks) and
+     * by the tiles one (odd sizes; few windows) */
+    case_linear_storage_res("linear_res16_outproj_fold_a16_b40", 40, 196, 256, 256, 1, 3, 1, 0, NONE, BF16, -1,
+                            RES_INPLACE);
+    case_linear_storage_res("linear_res16_outproj_fold_a16_odd", 3, 37, 19, 45, 1, 3, 1, 0, NONE, BF16, -1,
+                            RES_SEPARATE);
+    case_linear_storage_res("linear_res16_outproj_fold_f32_b40", 40, 196, 256, 256, 1, 2, 1, 0, NONE, BF16, -1,
+                            RES_INPLACE);
     case_linear_storage_res("linear_res16_odd_sep", 2, 5, 7, 9, 0, 0, 1, 1, NONE, BF16, 1, RES_SEPARATE);
     case_linear_storage_res("linear_res16_fp32_math", 2, 65, 40, 72, 0, 1, 1, 1, NONE, FP32, 2, RES_INPLACE);
     case_linear_storage_res("linear_res16_fp32_math_sep", 2, 65, 40, 72, 0, 1, 1, 1, NONE, FP32, 2, RES_SEPARATE);
@@ -1897,6 +1961,10 @@ static void run_linear_storage_cases(void)
     case_linear_smallkb("linear_smallkb_dtproj_B_s4_a16", 48, 512, 49, 64, 1, BF16, 0, NONE);
     case_linear_smallkb("linear_smallkb_pad_K64_gelu_fast", 30, 301, 130, 64, 0, FAST, 3, GELU);
     case_linear_smallkb("linear_smallkb_K1_N256_a16", 20, 250, 256, 1, 1, BF16, 0, SILU);
+    /* the 16-bit chain (B and Y 16-bit): vector and element-wise staging */
+    case_linear_smallkb("linear_smallkb_io16_dtproj_B_s3", 24, 256, 196, 32, 3, BF16, 0, NONE);
+    case_linear_smallkb("linear_smallkb_io16_B_s4_pad", 48, 512, 49, 64, 3, BF16, 3, NONE);
+    case_linear_smallkb("linear_smallkb_io16_float_A", 20, 250, 256, 8, 2, BF16, 0, SILU);
     run_linear_batch1_16_cases();
 }
 

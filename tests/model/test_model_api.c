@@ -870,6 +870,69 @@ static void test_mixer_padding(mvrt_backend_t *be)
     }
 }
 
+/* A 16-bit mixer block over many windows runs the mixer's chain after
+ * in_proj in 16 bits where the backend takes it (runtime/graph.c:
+ * mixer_storage16; the CPU, and GPUs on the conv1d's whole-row kernel):
+ * the same block with the float chain (MVRT_GRAPH_MIXER_CHAIN16=0) must
+ * agree within the chain's roundings (u, z, dbl, dt and the scan's output
+ * each rounded once to 16 bits: a few ulps of the block's part, out - in;
+ * the bound below is about 5x what the CPU gives) and must differ (d > 0: the switch changed
+ * the path). Cases: a small one everywhere; on GPUs one large enough for
+ * the whole-row conv1d and the short-K dt_proj kernel (272 windows of 49
+ * tokens, C 256). */
+static void test_mixer_chain16(mvrt_backend_t *be)
+{
+    static const struct { int dim, tokens, windows, gpu_only; } cases[] = {{64, 13, 5, 0}, {256, 49, 272, 1}};
+    const int gpu = strcmp(mvrt_backend_name(be), "cpu") != 0;
+    for (int math = 2; math <= 3; math++) {
+        if (math == 2 && bf16_refused(be))
+            continue;
+        /* measured on the CPU (both cases): bf16 0.0018-0.0020 of the
+         * part, fp16 0.00017-0.00026; about 5x that */
+        const double tol = math == 2 ? 1e-2 : 1.5e-3;
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            if (cases[ci].gpu_only && !gpu)
+                continue;
+            mvrt_model_config_t c;
+            memset(&c, 0, sizeof c);
+            c.kind = MVRT_MODEL_MIXER_BLOCK;
+            c.dim = cases[ci].dim, c.mlp_ratio = 4, c.d_state = 8, c.d_conv = 3;
+            mvrt_model_t *m = NULL;
+            CHECK_OK(mvrt_model_init_random(be, &c, 61 + ci, &m));
+            mvrt_graph_options_t o = {cases[ci].windows, 0, 0, cases[ci].tokens, math};
+            mvrt_graph_t *gc = NULL, *gf = NULL;
+            if (m) {
+                CHECK_OK(mvrt_graph_create(m, &o, &gc));
+                setenv("MVRT_GRAPH_MIXER_CHAIN16", "0", 1);
+                CHECK_OK(mvrt_graph_create(m, &o, &gf));
+                unsetenv("MVRT_GRAPH_MIXER_CHAIN16");
+            }
+            mvrt_stream_t *s = NULL;
+            CHECK_OK(mvrt_stream_create(be, &s));
+            if (gc && gf && s) {
+                const int64_t n = numel_of(gc, 0);
+                float *in = malloc((size_t)n * 4), *oc = malloc((size_t)n * 4), *of = malloc((size_t)n * 4);
+                fill(in, n, 300 + ci);
+                CHECK_OK(run_host(gc, s, in, oc));
+                CHECK_OK(run_host(gf, s, in, of));
+                double scale = 0, unused = 0;
+                const double d = max_diff(oc, of, n, &scale);
+                const double part = max_diff(of, in, n, &unused);
+                printf("  mixer chain %s C%d L%d x%d: 16-bit against float chain max |diff| %.3g = %.3g of the "
+                       "block part %.3g (bound %.3g)\n",
+                       math == 2 ? "bf16" : "fp16", cases[ci].dim, cases[ci].tokens, cases[ci].windows, d,
+                       part > 0 ? d / part : 0.0, part, tol);
+                CHECK(d > 0 && d <= tol * part);
+                free(in), free(oc), free(of);
+            }
+            mvrt_stream_destroy(s);
+            mvrt_graph_destroy(gc);
+            mvrt_graph_destroy(gf);
+            mvrt_model_destroy(m);
+        }
+    }
+}
+
 /* Batches of 64+ images run the stem and the ConvBlocks in two halves
  * (runtime/graph.c, batch_split): every image, on either side of the
  * split, gets the logits it gets alone. Batch 65 splits 32 + 33. */
@@ -1080,6 +1143,7 @@ int main(int argc, char **argv)
     test_presets(be);
     test_math_modes(be);
     test_mixer_padding(be);
+    test_mixer_chain16(be);
     if (strcmp(mvrt_backend_name(be), "cpu") != 0) {
         test_blocks_vs_cpu(be);
         test_gpu_faults(be);
