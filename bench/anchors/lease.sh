@@ -48,7 +48,7 @@ if [ -n "$LEASE_AFTER" ]; then
   python3 bench/anchors/gpu_lock.py -x $L bash -c "$LEASE_AFTER" > $D/after.log 2>&1; log "after rc $?"
 fi
 log "ctest + PyTorch default modes"
-( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest ${LEASE_CTEST:--L cuda} -j8 --timeout 900 > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
+( python3 bench/anchors/gpu_lock.py -s $L bash -c "cd $B && ctest ${LEASE_CTEST:--L cuda} -j8 --timeout 900 --output-on-failure > $D/ctest.log 2>&1"; echo $? > $D/ctest.rc ) &
 IFS=';' read -ra LIST <<< "$SPECS"
 for spec in "${LIST[@]}"; do
   set -- $spec; TORCHINDUCTOR_COMPILE_THREADS=4 python3 bench/anchors/torch_mambavision_one.py $1 $2 $3 > $D/t_$1_$2_$3.log 2>&1 &
