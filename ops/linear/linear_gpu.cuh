@@ -832,16 +832,16 @@ static inline mvrt_gpu_error_t launch_gemm_smallk_batched(const gemm_args &g, in
     const unsigned esize = io16 ? 2u : 4u, run = 4u * esize - 1u; /* a run of 4 elements' alignment mask */
     const bool vec4 = g.ldy % 4 == 0 && g.sy % 4 == 0 && ((uintptr_t)g.Y & run) == 0;
     const bool b_vec4 = g.N % 4 == 0 && g.ldb % 4 == 0 && g.sb % 4 == 0 && ((uintptr_t)g.B & run) == 0;
-#define MVRT_SMALLKB_LAUNCH(A16, IO16) \
+#define SMALLKB_LAUNCH(A16, IO16) \
     gemm_smallk_batched_kernel<A16, IO16><<<grid, MVRT_SMALLKB_THREADS, pl.smem, s>>>(g, pl, vec4, b_vec4)
-    if (io16 == MVRT_STORAGE16_BF16 && a16) MVRT_SMALLKB_LAUNCH(MVRT_STORAGE16_BF16, MVRT_STORAGE16_BF16);
-    else if (io16 == MVRT_STORAGE16_BF16) MVRT_SMALLKB_LAUNCH(0, MVRT_STORAGE16_BF16);
-    else if (io16 == MVRT_STORAGE16_F16 && a16) MVRT_SMALLKB_LAUNCH(MVRT_STORAGE16_F16, MVRT_STORAGE16_F16);
-    else if (io16 == MVRT_STORAGE16_F16) MVRT_SMALLKB_LAUNCH(0, MVRT_STORAGE16_F16);
-    else if (a16 == MVRT_STORAGE16_BF16) MVRT_SMALLKB_LAUNCH(MVRT_STORAGE16_BF16, 0);
-    else if (a16 == MVRT_STORAGE16_F16) MVRT_SMALLKB_LAUNCH(MVRT_STORAGE16_F16, 0);
-    else MVRT_SMALLKB_LAUNCH(0, 0);
-#undef MVRT_SMALLKB_LAUNCH
+    if (io16 == MVRT_STORAGE16_BF16 && a16) SMALLKB_LAUNCH(MVRT_STORAGE16_BF16, MVRT_STORAGE16_BF16);
+    else if (io16 == MVRT_STORAGE16_BF16) SMALLKB_LAUNCH(0, MVRT_STORAGE16_BF16);
+    else if (io16 == MVRT_STORAGE16_F16 && a16) SMALLKB_LAUNCH(MVRT_STORAGE16_F16, MVRT_STORAGE16_F16);
+    else if (io16 == MVRT_STORAGE16_F16) SMALLKB_LAUNCH(0, MVRT_STORAGE16_F16);
+    else if (a16 == MVRT_STORAGE16_BF16) SMALLKB_LAUNCH(MVRT_STORAGE16_BF16, 0);
+    else if (a16 == MVRT_STORAGE16_F16) SMALLKB_LAUNCH(MVRT_STORAGE16_F16, 0);
+    else SMALLKB_LAUNCH(0, 0);
+#undef SMALLKB_LAUNCH
     return mvrt_gpu_get_last_error();
 }
 
