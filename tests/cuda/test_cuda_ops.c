@@ -465,6 +465,22 @@ static void case_linear_smallkb(const char *name, int64_t batch, int64_t M, int6
     if (io16) { buf16_free(&B16); buf16_free(&Y16); }
 }
 
+/* check_declined for a 16-bit output: its bits must stay as uploaded. */
+static void check_declined16(const char *name, const mvrt_op_params_t *pd, const buf16_t *out)
+{
+    ran++;
+    const mvrt_status_t st = vt->op_run(dev, stream, pd, NULL);
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)out->n);
+    if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
+    TU_CHECK(vt->copy_d2h(dev, stream, bits, out->d, sizeof(uint16_t) * (size_t)out->n));
+    TU_CHECK(vt->stream_synchronize(dev, stream));
+    const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(bits, out->h, sizeof(uint16_t) * (size_t)out->n) == 0;
+    printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote its output)");
+    if (!ok) fails++;
+    free(bits);
+}
+
 /* ------------------------------------------- linear with a folded LayerNorm */
 /* An op form the device declined (op_scratch_size said UNSUPPORTED):
  * op_run must decline it too and leave `out` (whose host copy holds what
@@ -849,17 +865,7 @@ static void case_dwconv_y16(const char *name, int64_t batch, int64_t C, int64_t 
         printf("FAIL %-7s %-44s %s, expected %s\n", gemm_mode, name, took ? "taken" : "declined",
                taken ? "taken" : "declined");
     } else if (!took) {
-        ran++;
-        const mvrt_status_t st = vt->op_run(dev, stream, &pd, NULL);
-        TU_CHECK(vt->stream_synchronize(dev, stream));
-        uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)yb.n);
-        if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
-        TU_CHECK(vt->copy_d2h(dev, stream, bits, yb.d, sizeof(uint16_t) * (size_t)yb.n));
-        TU_CHECK(vt->stream_synchronize(dev, stream));
-        const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(bits, yb.h, sizeof(uint16_t) * (size_t)yb.n) == 0;
-        printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote its output)");
-        if (!ok) fails++;
-        free(bits);
+        check_declined16(name, &pd, &yb);
     } else {
         double *ref = ref_new(yb.n);
         mvrt_ref_op_run(&ph, ref);
@@ -1160,17 +1166,7 @@ static int case_attention_io16(const char *name, int64_t batch, int64_t L, int h
         free(ref);
     } else {
         /* op_run must refuse it and leave the output's bits as uploaded */
-        ran++;
-        const mvrt_status_t st = vt->op_run(dev, stream, &pd, NULL);
-        TU_CHECK(vt->stream_synchronize(dev, stream));
-        uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)o16.n);
-        if (!bits) { fprintf(stderr, "FAIL: host OOM\n"); exit(1); }
-        TU_CHECK(vt->copy_d2h(dev, stream, bits, o16.d, sizeof(uint16_t) * (size_t)o16.n));
-        TU_CHECK(vt->stream_synchronize(dev, stream));
-        const int ok = st == MVRT_ERR_UNSUPPORTED && memcmp(bits, o16.h, sizeof(uint16_t) * (size_t)o16.n) == 0;
-        printf("  %-40s [%s] declined%s\n", name, gemm_mode, ok ? "" : ": FAIL (op_run ran it or wrote its output)");
-        if (!ok) fails++;
-        free(bits);
+        check_declined16(name, &pd, &o16);
     }
     free(qkv); free(outh);
     buf16_free(&q16); buf16_free(&o16);
