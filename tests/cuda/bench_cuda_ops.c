@@ -220,6 +220,18 @@ int main(int argc, char **argv)
     p.u.linear = (mvrt_linear_params_t){B, 512, 49, 64, w1, 64, 0, 0, h, 49, 80 * 49, 0, y, 49, 512 * 49, b1, 1,
                                         MVRT_ACT_NONE, 0.f, MVRT_MATH_BF16, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
     bench("linear dt_proj b256 512x49x64 rowbias bf16", &p, 2.0 * B * 512 * 49 * 64, 4.0 * B * (64 + 512) * 49);
+    /* both as the 16-bit mixer chain runs them: 16-bit W, DBL and DT (a16,
+     * b16, y16; the buffers' bits read as bf16 values) */
+    p.u.linear.a16 = p.u.linear.b16 = p.u.linear.y16 = MVRT_STORAGE16_BF16;
+    p.u.linear.b_constant = 0;
+    bench("linear dt_proj b256 512x49x64 rowbias bf16 16-bit io", &p, 2.0 * B * 512 * 49 * 64,
+          2.0 * B * (64 + 512) * 49);
+    p.u.linear = (mvrt_linear_params_t){B, 256, L, 32, w1, 32, 0, 0, h, L, 48 * L, 0, y, L, 256 * L, b1, 1,
+                                        MVRT_ACT_NONE, 0.f, MVRT_MATH_BF16, 0, 0, NULL, NULL, 0.f, NULL, 1, 0};
+    p.u.linear.a16 = p.u.linear.b16 = p.u.linear.y16 = MVRT_STORAGE16_BF16;
+    p.u.linear.b_constant = 0;
+    bench("linear dt_proj b256 256x196x32 rowbias bf16 16-bit io", &p, 2.0 * B * 256 * L * 32,
+          2.0 * B * (32 + 256) * L);
     /* x_proj there: DBL_b (48, 196) = W (48, 256) . MX_b (256, 196) (y
      * holds MX, h DBL) */
     p.u.linear = (mvrt_linear_params_t){B, 48, L, 256, w1, 256, 0, 0, y, L, 256 * L, 0, h, L, 48 * L, NULL, 0,
