@@ -194,8 +194,12 @@ int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
 
 /* A short K at many outputs, A shared by the batch, B and Y both fp32 or
  * both 16-bit (the mixer's dt_proj over windows, in the float or the
- * 16-bit chain): gemm_smallk_batched_kernel, fp32 FMA whatever the math,
- * no scratch (linear_gpu.cuh says why). */
+ * 16-bit chain), no scratch (linear_gpu.cuh says why). Which kernel:
+ *   A, B and Y 16-bit of one type, the type's tensor cores (NVIDIA)
+ *       gemm_smallk_mma16_kernel (exact products, fp32 sums; B stage 3
+ *       at batch 256: 0.060 ms on the FMA kernel)
+ *   otherwise (float A or B, HIP)
+ *       gemm_smallk_batched_kernel (fp32 FMA whatever the math) */
 bool linear_smallk_batched(const mvrt_linear_params_t &p, const gemm_args &g)
 {
     return p.b16 == p.y16 && !p.ln_weight && gemm_smallk_batched_takes(g, p.a16, p.y16);
@@ -418,7 +422,9 @@ int run_linear(const mvrt_linear_params_t &p, void *scratch, const mvrt_gpu_op_c
         return MVRT_GPU_OP_UNSUPPORTED;
     }
     if (linear_smallk_batched(p, g)) {
-        const gpuError_t e = launch_gemm_smallk_batched(g, p.a16, p.y16, s);
+        const gpuError_t e = gemm_smallk_mma16_takes(g, p.a16, p.y16, ctx->mma16 != 0, ctx->mma_f16 != 0)
+                                 ? launch_gemm_smallk_mma16(g, p.y16, s)
+                                 : launch_gemm_smallk_batched(g, p.a16, p.y16, s);
         if (e != gpuSuccess) { *err = e; return MVRT_GPU_OP_LAUNCH; }
         return MVRT_GPU_OP_OK;
     }

@@ -277,13 +277,15 @@ static __device__ __forceinline__ void att_load_tile4(float4 (&v)[PER], const fl
  * (keys key0 + 8 nb + 2 c, + 1 of the lane's rows g and g + 8, in the mma
  * accumulator layout): keys >= L masked to -inf, the running maxima m0/m1
  * updated across the quad of lanes that shares a row, sc replaced by
- * exp2(s - max), the lane's partial row sums l0/l1 and the output
+ * exp2(scale s - max) (scale > 0; m0/m1 and max in scaled units; 1 where
+ * the scores arrive scaled: then s - max exactly), the lane's partial row
+ * sums l0/l1 and the output
  * accumulator o rescaled. Key key0 must be < L (the new maxima are then
  * finite). */
 template <int NB, int DJ>
 static __device__ __forceinline__ void att_softmax_step(float (&sc)[NB][4], int64_t key0, int c, int64_t L,
                                                         float &m0, float &m1, float &l0, float &l1,
-                                                        float (&o)[DJ][4])
+                                                        float (&o)[DJ][4], float scale = 1.f)
 {
     float mx0 = -INFINITY, mx1 = -INFINITY;
     if (L - key0 < NB * 8) { /* the last tile: 32-bit compares of the keys left */
@@ -305,14 +307,16 @@ static __device__ __forceinline__ void att_softmax_step(float (&sc)[NB][4], int6
         mx0 = fmaxf(mx0, MVRT_SHFL_XOR(mx0, x, MVRT_WARP_SIZE));
         mx1 = fmaxf(mx1, MVRT_SHFL_XOR(mx1, x, MVRT_WARP_SIZE));
     }
-    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    const float n0 = fmaxf(m0, mx0 * scale), n1 = fmaxf(m1, mx1 * scale); /* scale > 0 */
     const float corr0 = mvrt_fast_exp2(m0 - n0), corr1 = mvrt_fast_exp2(m1 - n1); /* 0 the first time (m = -inf) */
     m0 = n0; m1 = n1;
     float s0 = 0.f, s1 = 0.f;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) {
-        sc[nb][0] = mvrt_fast_exp2(sc[nb][0] - n0); sc[nb][1] = mvrt_fast_exp2(sc[nb][1] - n0);
-        sc[nb][2] = mvrt_fast_exp2(sc[nb][2] - n1); sc[nb][3] = mvrt_fast_exp2(sc[nb][3] - n1);
+        sc[nb][0] = mvrt_fast_exp2(fmaf(sc[nb][0], scale, -n0));
+        sc[nb][1] = mvrt_fast_exp2(fmaf(sc[nb][1], scale, -n0));
+        sc[nb][2] = mvrt_fast_exp2(fmaf(sc[nb][2], scale, -n1));
+        sc[nb][3] = mvrt_fast_exp2(fmaf(sc[nb][3], scale, -n1));
         s0 += sc[nb][0] + sc[nb][1];
         s1 += sc[nb][2] + sc[nb][3];
     }
@@ -539,20 +543,6 @@ static inline bool attention_io16_takes(const mvrt_attention_params_t &p, bool m
 }
 
 #ifdef MVRT_ATT_MMA_DEVICE
-/* four 8x8 matrices of 16-bit values from shared memory (lanes 8 i .. 8 i
- * + 7 give the row addresses of matrix i); trans: each transposed */
-static __device__ __forceinline__ void att_ldsm4(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-static __device__ __forceinline__ void att_ldsm4_trans(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
 /* columns k, k + 1 of a 16-bit row as one word (zeros at or past d);
  * pair: d is even and the rows are 4-byte aligned */
 static __device__ __forceinline__ uint32_t att_pair16(const uint16_t *row, int k, int d, bool pair)
@@ -606,40 +596,51 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
          * 0.171 -> 0.194 ms per MambaVision-T stage-3 call, 122 registers
          * and a barrier per tile) */
         if (vec8) {
-            const int C8 = d / 8;
+            /* every 16-byte piece of the staged rows [0, LR) x [0, DP) in one
+             * pass: a copy where it holds K or V (rows below L, columns below
+             * d, a multiple of 8 here), else zeros, which the products read.
+             * 32-bit indices over a compile-time row width: the 64-bit
+             * divisions by d / 8 this loop had were a third of the kernel's
+             * instructions (ncu, MambaVision-B's stage 3, session 64). */
+            constexpr int CP = DP / 8;
+            const int C8 = d / 8, n = (int)LR * CP;
+            const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #ifdef MVRT_MMA16_BF16_DEVICE /* sm_80+: cp.async */
-            for (int64_t idx = t; idx < L * C8; idx += nthreads) {
-                const int64_t r = idx / C8;
-                const int k8 = (int)(idx - r * C8);
-                const uint16_t *src = base + r * ld + 8 * k8;
-                const uint32_t sk = (uint32_t)__cvta_generic_to_shared(Ksm + r * RS + 8 * k8);
-                const uint32_t sv = (uint32_t)__cvta_generic_to_shared(Vsm + r * RS + 8 * k8);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sk), "l"(src + C) : "memory");
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sv), "l"(src + 2 * C) : "memory");
+            for (int idx = t; idx < n; idx += nthreads) {
+                const int r = idx / CP, k8 = idx - r * CP;
+                uint16_t *kd = Ksm + r * RS + 8 * k8, *vd = Vsm + r * RS + 8 * k8;
+                if (r < L && k8 < C8) {
+                    const uint16_t *src = base + (int64_t)r * ld + 8 * k8;
+                    const uint32_t sk = (uint32_t)__cvta_generic_to_shared(kd);
+                    const uint32_t sv = (uint32_t)__cvta_generic_to_shared(vd);
+                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sk), "l"(src + C) : "memory");
+                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sv), "l"(src + 2 * C) : "memory");
+                } else {
+                    *reinterpret_cast<uint4 *>(kd) = zero;
+                    *reinterpret_cast<uint4 *>(vd) = zero;
+                }
             }
             asm volatile("cp.async.commit_group;\n" ::: "memory");
 #else /* sm_75: 16-byte loads, 4 of K and 4 of V in flight per thread before any store */
             constexpr int G = 4;
-            for (int64_t i0 = t; i0 < L * C8; i0 += (int64_t)G * nthreads) {
+            for (int i0 = t; i0 < n; i0 += G * nthreads) {
                 uint4 kv[G], vv[G];
 #pragma unroll
                 for (int u = 0; u < G; u++) {
-                    const int64_t idx = i0 + (int64_t)u * nthreads;
-                    const int64_t r = idx / C8;
-                    const uint4 *src = reinterpret_cast<const uint4 *>(base + r * ld + 8 * (idx - r * C8));
-                    if (idx < L * C8) {
+                    const int idx = i0 + u * nthreads, r = idx / CP, k8 = idx - r * CP;
+                    kv[u] = vv[u] = zero;
+                    if (idx < n && r < L && k8 < C8) {
+                        const uint4 *src = reinterpret_cast<const uint4 *>(base + (int64_t)r * ld + 8 * k8);
                         kv[u] = src[C / 8];
                         vv[u] = src[2 * C / 8];
                     }
                 }
 #pragma unroll
                 for (int u = 0; u < G; u++) {
-                    const int64_t idx = i0 + (int64_t)u * nthreads;
-                    const int64_t r = idx / C8;
-                    const int64_t at = r * RS + 8 * (idx - r * C8);
-                    if (idx < L * C8) {
-                        *reinterpret_cast<uint4 *>(Ksm + at) = kv[u];
-                        *reinterpret_cast<uint4 *>(Vsm + at) = vv[u];
+                    const int idx = i0 + u * nthreads, r = idx / CP, k8 = idx - r * CP;
+                    if (idx < n) {
+                        *reinterpret_cast<uint4 *>(Ksm + r * RS + 8 * k8) = kv[u];
+                        *reinterpret_cast<uint4 *>(Vsm + r * RS + 8 * k8) = vv[u];
                     }
                 }
             }
@@ -648,39 +649,36 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
             /* element by element (odd head_dim, unaligned heads): G loads
              * of K and of V in flight per thread before any is stored */
             constexpr int G = 8;
-            const int64_t n = L * d;
-            for (int64_t i0 = t; i0 < n; i0 += (int64_t)G * nthreads) {
+            const int n = (int)L * d;
+            for (int i0 = t; i0 < n; i0 += G * nthreads) {
                 uint16_t kv[G], vv[G];
-                int64_t at[G];
+                int at[G];
 #pragma unroll
                 for (int u = 0; u < G; u++) {
-                    const int64_t idx = i0 + (int64_t)u * nthreads;
-                    const int64_t r = idx / d, k = idx - r * d;
+                    const int idx = i0 + u * nthreads, r = idx / d, k = idx - r * d;
                     at[u] = r * RS + k;
-                    kv[u] = idx < n ? base[r * ld + C + k] : (uint16_t)0;
-                    vv[u] = idx < n ? base[r * ld + 2 * C + k] : (uint16_t)0;
+                    kv[u] = idx < n ? base[(int64_t)r * ld + C + k] : (uint16_t)0;
+                    vv[u] = idx < n ? base[(int64_t)r * ld + 2 * C + k] : (uint16_t)0;
                 }
 #pragma unroll
                 for (int u = 0; u < G; u++) {
-                    if (i0 + (int64_t)u * nthreads < n) {
+                    if (i0 + u * nthreads < n) {
                         Ksm[at[u]] = kv[u];
                         Vsm[at[u]] = vv[u];
                     }
                 }
             }
-        }
-        /* zeros that the products read where no copy writes (disjoint from the copies) */
-        for (int64_t idx = t; idx < LR * (DP - d); idx += nthreads) {
-            const int64_t r = idx / (DP - d);
-            const int k = d + (int)(idx - r * (DP - d));
-            Ksm[r * RS + k] = 0;
-            Vsm[r * RS + k] = 0;
-        }
-        for (int64_t idx = t; idx < (LR - L) * d; idx += nthreads) {
-            const int64_t r = L + idx / d;
-            const int k = (int)(idx % d);
-            Ksm[r * RS + k] = 0;
-            Vsm[r * RS + k] = 0;
+            /* zeros that the products read where no copy writes (disjoint from the copies) */
+            for (int idx = t; idx < (int)LR * (DP - d); idx += nthreads) {
+                const int r = idx / (DP - d), k = d + (idx - r * (DP - d));
+                Ksm[r * RS + k] = 0;
+                Vsm[r * RS + k] = 0;
+            }
+            for (int idx = t; idx < (int)(LR - L) * d; idx += nthreads) {
+                const int r = (int)L + idx / d, k = idx % d;
+                Ksm[r * RS + k] = 0;
+                Vsm[r * RS + k] = 0;
+            }
         }
         /* ---- Q: this lane's A fragments (rows r0, r0 + 8), from global */
         uint32_t qa[DP / 16][4];
@@ -717,16 +715,24 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
 #pragma unroll
                     for (int kk = 0; kk < DP / 16; kk++) {
                         uint32_t kb[4];
-                        att_ldsm4(kb, k_tile + (uint32_t)((np * 16 * RS + kk * 16) * 2));
+                        mvrt_ldsm4(kb, k_tile + (uint32_t)((np * 16 * RS + kk * 16) * 2));
                         mvrt_mma16816<T16>(sc[2 * np], qa[kk], kb[0], kb[1]);
                         mvrt_mma16816<T16>(sc[2 * np + 1], qa[kk], kb[2], kb[3]);
                     }
                 }
-#pragma unroll
-                for (int nb = 0; nb < 8; nb++) {
-                    sc[nb][0] *= qscale; sc[nb][1] *= qscale; sc[nb][2] *= qscale; sc[nb][3] *= qscale;
-                }
-                att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o);
+                /* the scale enters the exponent's FMA (one instruction a score
+                 * fewer); a last tile of few keys exponentiates only its
+                 * 16-key blocks (L 196: 4 keys in the fourth tile, where all
+                 * 64 were a quarter of the softmax's work) */
+                const int64_t left = L - kt0;
+                if (left <= 16)
+                    att_softmax_step(reinterpret_cast<float(&)[2][4]>(sc), kt0, c, L, m0, m1, l0, l1, o, qscale);
+                else if (left <= 32)
+                    att_softmax_step(reinterpret_cast<float(&)[4][4]>(sc), kt0, c, L, m0, m1, l0, l1, o, qscale);
+                else if (left <= 48)
+                    att_softmax_step(reinterpret_cast<float(&)[6][4]>(sc), kt0, c, L, m0, m1, l0, l1, o, qscale);
+                else
+                    att_softmax_step(sc, kt0, c, L, m0, m1, l0, l1, o, qscale);
                 /* ---- O += P V over the chunks of 16 keys below L */
                 const uint32_t v_tile = v_lane + (uint32_t)(kt0 * RS * 2);
 #pragma unroll
@@ -738,7 +744,7 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
                     for (int jp = 0; jp < NJ / 2; jp++) {
                         if (2 * jp >= DJ) break;
                         uint32_t vb[4];
-                        att_ldsm4_trans(vb, v_tile + (uint32_t)((kc * 16 * RS + jp * 16) * 2));
+                        mvrt_ldsm4_trans(vb, v_tile + (uint32_t)((kc * 16 * RS + jp * 16) * 2));
                         mvrt_mma16816<T16>(o[2 * jp], pa, vb[0], vb[1]);
                         mvrt_mma16816<T16>(o[2 * jp + 1], pa, vb[2], vb[3]);
                     }

@@ -43,6 +43,21 @@ template <int T16> static __device__ __forceinline__ uint32_t mvrt_pack16x2(floa
     return mvrt_h16x2<T16>(lo, hi);
 #endif
 }
+/* four 8x8 matrices of 16-bit values from shared memory (lanes 8 i .. 8 i
+ * + 7 give the 16-byte aligned row addresses of matrix i; register i
+ * holds this lane's share of matrix i); trans: each matrix transposed */
+static __device__ __forceinline__ void mvrt_ldsm4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+static __device__ __forceinline__ void mvrt_ldsm4_trans(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
 /* c += a b on mma.sync m16n8k16 with 16-bit operands of type T16 */
 template <int T16>
 static __device__ __forceinline__ void mvrt_mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)

@@ -26,6 +26,7 @@
 #include "../common/gpu_vendor.h"
 #include "../common/mv_op_params.h"
 #include "../common/gpu_activation.cuh"
+#include "../common/gpu_mma16.cuh"
 #include <stdint.h>
 
 namespace mvrt_mv_gpu {
@@ -842,6 +843,157 @@ static inline mvrt_gpu_error_t launch_gemm_smallk_batched(const gemm_args &g, in
     else if (a16 == MVRT_STORAGE16_F16) SMALLKB_LAUNCH(MVRT_STORAGE16_F16, 0);
     else SMALLKB_LAUNCH(0, 0);
 #undef SMALLKB_LAUNCH
+    return mvrt_gpu_get_last_error();
+}
+
+/* The same products on tensor cores where A, B and Y are all 16-bit
+ * values of one type (a16 == io16: the 16-bit mixer chain's dt_proj, whose
+ * weight a 16-bit graph stores rounded): each product of two 16-bit
+ * values is exact in fp32 and mma.sync accumulates in fp32, so the result
+ * is the FMA kernel's up to the order of the sums. The FMA kernel issued
+ * 32 FMAs per output and was bound by issue (ncu, MambaVision-B stage 3 at
+ * batch 256, H200: SM 66 %, DRAM 1 %, 0.060 ms for 26 MB of output,
+ * session 64). One block takes item b's rows [m0, m0 + 64), a warp per 16
+ * rows: B_b (K x N) is staged in shared memory as it is stored (K rounded
+ * up to 16 and N to 16 with zeros), the warp's A fragments come straight
+ * from global memory (the weight, read by every item: L2), B fragments by
+ * ldmatrix.trans, and each 64-column chunk of the output is finished
+ * (bias, activation, one rounding) from the accumulators. Rows of the
+ * staged B are N + 8..23 values apart: an odd number of 16-byte units, so
+ * the 8 rows of an ldmatrix matrix fall in distinct bank groups. NVIDIA
+ * only (sm_80+ for bf16, sm_75+ for fp16); elsewhere the FMA kernel. */
+#define MVRT_SMALLK_MMA_WARPS 4
+static inline bool gemm_smallk_mma16_takes(const gemm_args &g, int a16, int io16, bool mma16, bool mma_f16)
+{
+#if defined(MVRT_GPU_CUDA)
+    const bool cores = io16 == MVRT_STORAGE16_BF16 ? mma16 : io16 == MVRT_STORAGE16_F16 && (mma16 || mma_f16);
+    return cores && a16 == io16 && gemm_smallk_batched_takes(g, a16, io16) &&
+           (g.M + 16 * MVRT_SMALLK_MMA_WARPS - 1) / (16 * MVRT_SMALLK_MMA_WARPS) <= 65535;
+#else
+    (void)g, (void)a16, (void)io16, (void)mma16, (void)mma_f16;
+    return false;
+#endif
+}
+/* kp: K rounded up to 16; ns: the staged rows' stride (N rounded up to
+ * 16, + 8); b_vec4: B's rows are runs of 4 aligned values (8-byte
+ * staging loads); pair: Y's rows take 4-byte stores of column pairs */
+template <int T16>
+__global__ void __launch_bounds__(32 * MVRT_SMALLK_MMA_WARPS)
+    gemm_smallk_mma16_kernel(gemm_args g, int kp, int ns, bool b_vec4, bool pair)
+{
+#ifdef MVRT_MMA16_DEVICE
+    extern __shared__ __align__(16) uint16_t smallk_mma_buf[];
+    uint16_t *Bs = smallk_mma_buf; /* Bs[k * ns + n] */
+    const int K = (int)g.K, N = (int)g.N, NP = ns - 8;
+    const int64_t b = blockIdx.x, m0 = (int64_t)blockIdx.y * (16 * MVRT_SMALLK_MMA_WARPS);
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31, gq = lane >> 2, c = lane & 3;
+    const uint16_t *B = reinterpret_cast<const uint16_t *>(g.B) + b * g.sb;
+    if (b_vec4) {
+        const int NQ = NP / 4, items = kp * NQ;
+#pragma unroll 4
+        for (int i = t; i < items; i += 32 * MVRT_SMALLK_MMA_WARPS) {
+            const int k = i / NQ, q = i - k * NQ;
+            uint2 v = make_uint2(0u, 0u);
+            if (k < K && 4 * q < N) v = *reinterpret_cast<const uint2 *>(B + (int64_t)k * g.ldb + 4 * q);
+            *reinterpret_cast<uint2 *>(Bs + k * ns + 4 * q) = v;
+        }
+    } else {
+        const int items = kp * NP;
+#pragma unroll 4
+        for (int i = t; i < items; i += 32 * MVRT_SMALLK_MMA_WARPS) {
+            const int k = i / NP, n = i - k * NP;
+            Bs[k * ns + n] = k < K && n < N ? B[(int64_t)k * g.ldb + n] : (uint16_t)0;
+        }
+    }
+    /* this lane's A fragments: rows r0 and r0 + 8, columns 16 kk + 2 c (+ 1, + 8, + 9) */
+    const int64_t r0 = m0 + 16 * warp + gq, r1 = r0 + 8;
+    const uint16_t *A = reinterpret_cast<const uint16_t *>(g.A);
+    const auto a_pair = [&](int64_t r, int k) -> uint32_t {
+        if (r >= g.M) return 0u;
+        const uint16_t *row = A + r * g.lda;
+        const uint32_t lo = k < K ? row[k] : 0u, hi = k + 1 < K ? row[k + 1] : 0u;
+        return lo | hi << 16;
+    };
+    const int ksteps = kp / 16;
+    uint32_t af[MVRT_SMALLK_GEMM_K / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < MVRT_SMALLK_GEMM_K / 16; kk++) {
+        const int k = 16 * kk + 2 * c;
+        const bool in = kk < ksteps;
+        af[kk][0] = in ? a_pair(r0, k) : 0u;
+        af[kk][1] = in ? a_pair(r1, k) : 0u;
+        af[kk][2] = in ? a_pair(r0, k + 8) : 0u;
+        af[kk][3] = in ? a_pair(r1, k + 8) : 0u;
+    }
+    const bool per_row = g.bias && g.bias_per_row;
+    const float br0 = per_row && r0 < g.M ? g.bias[r0] : 0.f, br1 = per_row && r1 < g.M ? g.bias[r1] : 0.f;
+    __syncthreads();
+    if (m0 + 16 * warp >= g.M) return; /* warp-uniform: no rows */
+    /* ldmatrix.trans row addresses (matrix mi = lane / 8, row mr): k rows 8
+     * (mi % 2) + mr, columns 8 (mi / 2): b0, b1 of two 8-column blocks */
+    const int mi = lane >> 3, mr = lane & 7;
+    const uint32_t b_lane = (uint32_t)__cvta_generic_to_shared(Bs + (8 * (mi & 1) + mr) * ns + 8 * (mi >> 1));
+    uint16_t *Y = reinterpret_cast<uint16_t *>(g.Y) + b * g.sy;
+    for (int n0 = 0; n0 < NP; n0 += 64) {
+        float acc[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#pragma unroll
+        for (int jp = 0; jp < 4; jp++) {
+            if (n0 + 16 * jp >= NP) break;
+#pragma unroll
+            for (int kk = 0; kk < MVRT_SMALLK_GEMM_K / 16; kk++) {
+                if (kk >= ksteps) break;
+                uint32_t bf[4];
+                mvrt_ldsm4_trans(bf, b_lane + (uint32_t)((16 * kk * ns + n0 + 16 * jp) * 2));
+                mvrt_mma16816<T16>(acc[2 * jp], af[kk], bf[0], bf[1]);
+                mvrt_mma16816<T16>(acc[2 * jp + 1], af[kk], bf[2], bf[3]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int n = n0 + 8 * j + 2 * c;
+            if (n >= N) continue;
+            const bool two = n + 1 < N;
+            const float bn0 = g.bias && !per_row ? g.bias[n] : 0.f;
+            const float bn1 = g.bias && !per_row && two ? g.bias[n + 1] : 0.f;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t r = h ? r1 : r0;
+                if (r >= g.M) continue;
+                const float br = h ? br1 : br0;
+                const float v0 = act_apply(g.act, acc[j][2 * h] + br + bn0);
+                const float v1 = act_apply(g.act, acc[j][2 * h + 1] + br + bn1);
+                uint16_t *y = Y + r * g.ldy + n;
+                if (pair && two) {
+                    *reinterpret_cast<uint32_t *>(y) = mvrt_pack16x2<T16>(v0, v1);
+                } else {
+                    y[0] = mvrt_f32_to_h16<T16>(v0);
+                    if (two) y[1] = mvrt_f32_to_h16<T16>(v1);
+                }
+            }
+        }
+    }
+#else
+    (void)g; (void)kp; (void)ns; (void)b_vec4; (void)pair;
+    mvrt_gpu_arch_missing();
+#endif
+}
+/* io16: as gemm_smallk_mma16_takes, which said yes */
+static inline mvrt_gpu_error_t launch_gemm_smallk_mma16(const gemm_args &g, int io16, mvrt_gpu_stream_t s)
+{
+    if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return MVRT_GPU_SUCCESS;
+    const int kp = (int)((g.K + 15) / 16 * 16), ns = (int)((g.N + 15) / 16 * 16) + 8;
+    const size_t smem = sizeof(uint16_t) * (size_t)kp * (size_t)ns; /* at most 64 x 264 values: 33 KB */
+    const dim3 grid((unsigned)g.batch, (unsigned)((g.M + 16 * MVRT_SMALLK_MMA_WARPS - 1) / (16 * MVRT_SMALLK_MMA_WARPS)));
+    const bool b_vec4 = g.N % 4 == 0 && g.ldb % 4 == 0 && g.sb % 4 == 0 && ((uintptr_t)g.B & 7u) == 0;
+    const bool pair = g.ldy % 2 == 0 && g.sy % 2 == 0 && ((uintptr_t)g.Y & 3u) == 0;
+    if (io16 == MVRT_STORAGE16_F16)
+        gemm_smallk_mma16_kernel<MVRT_STORAGE16_F16>
+            <<<grid, 32 * MVRT_SMALLK_MMA_WARPS, smem, s>>>(g, kp, ns, b_vec4, pair);
+    else
+        gemm_smallk_mma16_kernel<MVRT_STORAGE16_BF16>
+            <<<grid, 32 * MVRT_SMALLK_MMA_WARPS, smem, s>>>(g, kp, ns, b_vec4, pair);
     return mvrt_gpu_get_last_error();
 }
 

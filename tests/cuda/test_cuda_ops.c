@@ -1957,9 +1957,17 @@ static void run_linear_storage_cases(void)
     case_linear_smallkb("linear_smallkb_dtproj_B_s4_a16", 48, 512, 49, 64, 1, BF16, 0, NONE);
     case_linear_smallkb("linear_smallkb_pad_K64_gelu_fast", 30, 301, 130, 64, 0, FAST, 3, GELU);
     case_linear_smallkb("linear_smallkb_K1_N256_a16", 20, 250, 256, 1, 1, BF16, 0, SILU);
-    /* the 16-bit chain (B and Y 16-bit): vector and element-wise staging */
+    /* the 16-bit chain (B and Y 16-bit): vector and element-wise staging.
+     * With a 16-bit A too, NVIDIA devices run gemm_smallk_mma16_kernel:
+     * K rounded up to 16 (T's 20 and 40, K 1), rows not a multiple of its
+     * 64 per block (330, 250), odd strides (element-wise staging and
+     * stores), 49 and 196 columns (16-column tiles past N); a float A
+     * keeps the FMA kernel */
     case_linear_smallkb("linear_smallkb_io16_dtproj_B_s3", 24, 256, 196, 32, 3, BF16, 0, NONE);
     case_linear_smallkb("linear_smallkb_io16_B_s4_pad", 48, 512, 49, 64, 3, BF16, 3, NONE);
+    case_linear_smallkb("linear_smallkb_io16_T_s3_K20", 40, 160, 196, 20, 3, BF16, 0, NONE);
+    case_linear_smallkb("linear_smallkb_io16_T_s4_K40_pad_gelu", 80, 330, 49, 40, 3, BF16, 1, GELU);
+    case_linear_smallkb("linear_smallkb_io16_K1_N256_silu", 20, 250, 256, 1, 3, BF16, 0, SILU);
     case_linear_smallkb("linear_smallkb_io16_float_A", 20, 250, 256, 8, 2, BF16, 0, SILU);
     run_linear_batch1_16_cases();
 }
