@@ -12,6 +12,8 @@
 #   LEASE_AFTER  a command line run after the first rows with the GPU alone (e.g. the same rows
 #                under a test switch, or --profile), its output in $D/after.log; B is the build dir
 #   LEASE_CTEST  ctest's selection (default "-L cuda": ~420 s on one H200; "-L cuda -E cuda_ops": ~80 s)
+#   LEASE_SAVE_CACHE  1: the last watch.sh call returns PyTorch's compile caches as $OUT/tcache.part-*
+#                (copy them to .dev/tcache/ for the next lease)
 FIRST=${LEASE_FIRST:-"B 256 autotune-bf16"}
 SPECS=${LEASE_SPECS:-"L 256 compile-bf16;L 256 eager-bf16;T 256 compile-bf16;T 256 eager-bf16;B 256 compile-bf16;B 256 eager-bf16;T 1 graphs-bf16;B 1 graphs-bf16;L 1 graphs-bf16;T 256 eager-fp32;S 256 compile-bf16;L2 256 compile-bf16"}
 LAST=${LEASE_LAST:-"T 256 autotune-bf16"}
@@ -21,9 +23,14 @@ D=/tmp/d; export B=build-dev; L=$D/gpu.lock; T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
 el() { echo $(( $(date +%s) - T0 )); }
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# PyTorch's compile caches at known paths: watch.sh returns them (LEASE_SAVE_CACHE=1) and a later
+# lease that carries them in .dev/tcache starts from them (README: a max-autotune compile of B takes
+# ~500 s cold)
+export TORCHINDUCTOR_CACHE_DIR=/tmp/torchinductor_cache TRITON_CACHE_DIR=/tmp/triton_cache
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > $D/gpu.txt
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> $D/gpu.txt 2>&1
 log start; cat $D/gpu.txt >> $D/pipe.log
+[ -d .dev/tcache ] && log "$(python3 bench/anchors/compile_cache.py unpack .dev/tcache 2>&1 | tail -1)"
 ( python3 bench/anchors/build_mamba_fwd.py > $D/ext.log 2>&1; echo $? > $D/ext.rc ) &
 # Ninja when the machine has it: its object rules wait only for other targets' generated files, so the
 # backend's own .cu files compile beside the CUTLASS object libraries (make ran them after those: a

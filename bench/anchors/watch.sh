@@ -13,4 +13,10 @@ while [ ! -f $D/all.done ] && [ $(( $(date +%s) - T )) -lt $W ]; do sleep 5; don
 cat $D/pipe.log; echo "--- tmv logs"; tail -qn 2 $D/t_*.log 2>/dev/null | tail -30
 [ -f $D/ctest.log ] && { echo "--- ctest"; grep -cE "Test +#" $D/ctest.log; grep -E "\*\*\*Failed|Timeout" $D/ctest.log | head; }
 ls $D/all.done 2>/dev/null
-tar czf $OUT/d.tgz --exclude=d/gpu.lock -C /tmp d 2>/dev/null; ls -la $OUT
+tar czf $OUT/d.tgz --exclude=d/gpu.lock -C /tmp d 2>/dev/null
+# the compile caches, once the job is done, in pieces of at most 15 MiB (at most 7 come back)
+if [ -f $D/all.done ] && [ -n "$LEASE_SAVE_CACHE" ]; then
+  du -sh /tmp/torchinductor_cache /tmp/triton_cache 2>/dev/null
+  python3 bench/anchors/compile_cache.py pack $OUT /tmp/torchinductor_cache /tmp/triton_cache
+fi
+ls -la $OUT
