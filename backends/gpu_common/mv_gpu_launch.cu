@@ -196,8 +196,10 @@ int64_t linear_storage_scratch(const mvrt_linear_params_t &p)
  * both 16-bit (the mixer's dt_proj over windows, in the float or the
  * 16-bit chain), no scratch (linear_gpu.cuh says why). Which kernel:
  *   A, B and Y 16-bit of one type, the type's tensor cores (NVIDIA)
- *       gemm_smallk_mma16_kernel (exact products, fp32 sums; B stage 3
- *       at batch 256: 0.060 ms on the FMA kernel)
+ *       gemm_smallk_mma16_kernel (exact products, fp32 sums; batch 256,
+ *       H200, against the FMA kernel: B stage 3 0.062 -> 0.049 ms, stage
+ *       4 0.072 -> 0.057; T's K 20 / 40 not timed op by op, its model
+ *       rows within noise either way: PERF_NOTES, session 64)
  *   otherwise (float A or B, HIP)
  *       gemm_smallk_batched_kernel (fp32 FMA whatever the math) */
 bool linear_smallk_batched(const mvrt_linear_params_t &p, const gemm_args &g)
