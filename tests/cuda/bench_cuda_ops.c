@@ -232,6 +232,15 @@ int main(int argc, char **argv)
     p.u.linear.b_constant = 0;
     bench("linear dt_proj b256 256x196x32 rowbias bf16 16-bit io", &p, 2.0 * B * 256 * L * 32,
           2.0 * B * (32 + 256) * L);
+    /* ... and T's: stage 3 (160 x 196, K 20; dbl 36 rows), stage 4 (320 x 49, K 40; 56 rows) */
+    p.u.linear.M = 160, p.u.linear.K = 20, p.u.linear.lda = 20, p.u.linear.batch_stride_b = 36 * L;
+    p.u.linear.batch_stride_y = 160 * L;
+    bench("linear dt_proj b256 160x196x20 rowbias bf16 16-bit io", &p, 2.0 * B * 160 * L * 20,
+          2.0 * B * (20 + 160) * L);
+    p.u.linear.M = 320, p.u.linear.N = 49, p.u.linear.K = 40, p.u.linear.lda = 40, p.u.linear.ldb = 49;
+    p.u.linear.ldy = 49, p.u.linear.batch_stride_b = 56 * 49, p.u.linear.batch_stride_y = 320 * 49;
+    bench("linear dt_proj b256 320x49x40 rowbias bf16 16-bit io", &p, 2.0 * B * 320 * 49 * 40,
+          2.0 * B * (40 + 320) * 49);
     /* x_proj there: DBL_b (48, 196) = W (48, 256) . MX_b (256, 196) (y
      * holds MX, h DBL) */
     p.u.linear = (mvrt_linear_params_t){B, 48, L, 256, w1, 256, 0, 0, y, L, 256 * L, 0, h, L, 48 * L, NULL, 0,
