@@ -795,6 +795,35 @@ static void test_blocks_vs_cpu(mvrt_backend_t *be)
     mvrt_backend_close(cpu);
 }
 
+/* Graphs of m with options o as configured (*ga) and with the test
+ * switch env set to 0 (*gb), both run on one seeded input: *d is the
+ * largest |difference| of their outputs, *part the largest |out - in| of
+ * *gb's (a block's own part). Returns 1 when both ran; the caller
+ * destroys both graphs (NULL where creation failed). */
+static int graph_pair_diff(mvrt_model_t *m, const mvrt_graph_options_t *o, const char *env, mvrt_stream_t *s,
+                           uint64_t seed, mvrt_graph_t **ga, mvrt_graph_t **gb, double *d, double *part)
+{
+    *ga = *gb = NULL;
+    if (!m || !s)
+        return 0;
+    CHECK_OK(mvrt_graph_create(m, o, ga));
+    setenv(env, "0", 1);
+    CHECK_OK(mvrt_graph_create(m, o, gb));
+    unsetenv(env);
+    if (!*ga || !*gb)
+        return 0;
+    const int64_t n = numel_of(*ga, 0);
+    float *in = malloc((size_t)n * 4), *oa = malloc((size_t)n * 4), *ob = malloc((size_t)n * 4);
+    fill(in, n, seed);
+    CHECK_OK(run_host(*ga, s, in, oa));
+    CHECK_OK(run_host(*gb, s, in, ob));
+    double scale = 0, unused = 0;
+    *d = max_diff(oa, ob, n, &scale);
+    *part = max_diff(ob, in, n, &unused);
+    free(in), free(oa), free(ob);
+    return 1;
+}
+
 /* A batch-1 16-bit mixer block whose middle runs as three ops pads its
  * channel-major rows to a multiple of 8 tokens (runtime/graph.c:
  * mixer_token_stride): the same block with dense rows
@@ -820,24 +849,11 @@ static void test_mixer_padding(mvrt_backend_t *be)
             mvrt_model_t *m = NULL;
             CHECK_OK(mvrt_model_init_random(be, &c, 41 + ci, &m));
             mvrt_graph_options_t o = {1, 0, 0, cases[ci].tokens, math};
-            mvrt_graph_t *gp = NULL, *gd = NULL;
-            if (m) {
-                CHECK_OK(mvrt_graph_create(m, &o, &gp));
-                setenv("MVRT_GRAPH_MIXER_PAD", "0", 1);
-                CHECK_OK(mvrt_graph_create(m, &o, &gd));
-                unsetenv("MVRT_GRAPH_MIXER_PAD");
-            }
             mvrt_stream_t *s = NULL;
             CHECK_OK(mvrt_stream_create(be, &s));
-            if (gp && gd && s) {
-                const int64_t n = numel_of(gp, 0);
-                float *in = malloc((size_t)n * 4), *op = malloc((size_t)n * 4), *od = malloc((size_t)n * 4);
-                fill(in, n, 200 + ci);
-                CHECK_OK(run_host(gp, s, in, op));
-                CHECK_OK(run_host(gd, s, in, od));
-                double scale = 0, unused = 0;
-                const double d = max_diff(op, od, n, &scale);
-                const double part = max_diff(od, in, n, &unused);
+            mvrt_graph_t *gp, *gd;
+            double d = 0, part = 0;
+            if (graph_pair_diff(m, &o, "MVRT_GRAPH_MIXER_PAD", s, 200 + ci, &gp, &gd, &d, &part)) {
                 /* x_proj: the linear with M = R + 2N rows; its N is the token width */
                 const int64_t E = (cases[ci].dim + 15) / 16 + 2 * cases[ci].d_state;
                 const int64_t L = cases[ci].tokens, Lp = (L + 7) / 8 * 8;
@@ -860,7 +876,6 @@ static void test_mixer_padding(mvrt_backend_t *be)
                 CHECK(d <= 1e-3 * part && part > 0);
                 if (!fused)
                     CHECK(width == Lp);
-                free(in), free(op), free(od);
             }
             mvrt_stream_destroy(s);
             mvrt_graph_destroy(gp);
@@ -901,24 +916,11 @@ static void test_mixer_chain16(mvrt_backend_t *be)
             mvrt_model_t *m = NULL;
             CHECK_OK(mvrt_model_init_random(be, &c, 61 + ci, &m));
             mvrt_graph_options_t o = {cases[ci].windows, 0, 0, cases[ci].tokens, math};
-            mvrt_graph_t *gc = NULL, *gf = NULL;
-            if (m) {
-                CHECK_OK(mvrt_graph_create(m, &o, &gc));
-                setenv("MVRT_GRAPH_MIXER_CHAIN16", "0", 1);
-                CHECK_OK(mvrt_graph_create(m, &o, &gf));
-                unsetenv("MVRT_GRAPH_MIXER_CHAIN16");
-            }
             mvrt_stream_t *s = NULL;
             CHECK_OK(mvrt_stream_create(be, &s));
-            if (gc && gf && s) {
-                const int64_t n = numel_of(gc, 0);
-                float *in = malloc((size_t)n * 4), *oc = malloc((size_t)n * 4), *of = malloc((size_t)n * 4);
-                fill(in, n, 300 + ci);
-                CHECK_OK(run_host(gc, s, in, oc));
-                CHECK_OK(run_host(gf, s, in, of));
-                double scale = 0, unused = 0;
-                const double d = max_diff(oc, of, n, &scale);
-                const double part = max_diff(of, in, n, &unused);
+            mvrt_graph_t *gc, *gf;
+            double d = 0, part = 0;
+            if (graph_pair_diff(m, &o, "MVRT_GRAPH_MIXER_CHAIN16", s, 300 + ci, &gc, &gf, &d, &part)) {
                 printf("  mixer chain %s C%d L%d x%d: 16-bit against float chain max |diff| %.3g = %.3g of the "
                        "block part %.3g (bound %.3g)\n",
                        math == 2 ? "bf16" : "fp16", cases[ci].dim, cases[ci].tokens, cases[ci].windows, d,
@@ -926,7 +928,6 @@ static void test_mixer_chain16(mvrt_backend_t *be)
                 /* the CPU always takes the chain; a GPU only where its kernels
                  * fit (the small case runs fused there: the same graph) */
                 CHECK(d <= tol * part && (gpu || d > 0));
-                free(in), free(oc), free(of);
             }
             mvrt_stream_destroy(s);
             mvrt_graph_destroy(gc);
