@@ -542,26 +542,6 @@ static inline bool attention_io16_takes(const mvrt_attention_params_t &p, bool m
            p.length <= MVRT_ATT16_MAXL && p.heads <= 65535 && att16_smem_dp(p.head_dim, p.length) <= smem_limit;
 }
 
-#ifdef MVRT_ATT_MMA_DEVICE
-/* columns k, k + 1 of a 16-bit row as one word (zeros at or past d);
- * pair: d is even and the rows are 4-byte aligned */
-static __device__ __forceinline__ uint32_t att_pair16(const uint16_t *row, int k, int d, bool pair)
-{
-    if (pair) return k < d ? *reinterpret_cast<const uint32_t *>(row + k) : 0u;
-    const uint32_t lo = k < d ? row[k] : 0u, hi = k + 1 < d ? row[k + 1] : 0u;
-    return lo | hi << 16;
-}
-template <int T16>
-static __device__ __forceinline__ void att_store_pair16(uint16_t *row, int k, int d, bool pair, float lo, float hi)
-{
-    if (pair) {
-        if (k < d) *reinterpret_cast<uint32_t *>(row + k) = mvrt_pack16x2<T16>(lo, hi);
-        return;
-    }
-    if (k < d) row[k] = mvrt_f32_to_h16<T16>(lo);
-    if (k + 1 < d) row[k + 1] = mvrt_f32_to_h16<T16>(hi);
-}
-#endif
 
 /* vec8: head_dim % 8 == 0 and qkv 16-byte aligned (then every K and V row
  * piece is); pair: head_dim even and qkv, out 4-byte aligned. */
@@ -688,8 +668,8 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
 #pragma unroll
             for (int hi = 0; hi < 2; hi++) { /* columns 16 kk + 2 c (+ 8 for hi) */
                 const int k = kk * 16 + 2 * c + 8 * hi;
-                qa[kk][2 * hi] = r0 < L ? att_pair16(qr0, k, d, pair) : 0u;
-                qa[kk][2 * hi + 1] = r0 + 8 < L ? att_pair16(qr1, k, d, pair) : 0u;
+                qa[kk][2 * hi] = r0 < L ? mvrt_load_pair16(qr0, k, d, pair) : 0u;
+                qa[kk][2 * hi + 1] = r0 + 8 < L ? mvrt_load_pair16(qr1, k, d, pair) : 0u;
             }
         }
 #ifdef MVRT_MMA16_BF16_DEVICE
@@ -757,8 +737,8 @@ __global__ void __launch_bounds__(32 * MVRT_ATT16_MAXW, 2)
 #pragma unroll
             for (int j = 0; j < NJ; j++) {
                 const int k = j * 8 + 2 * c;
-                if (r0 < L) att_store_pair16<T16>(out + r0 * C, k, d, pair, o[j][0] * i0, o[j][1] * i0);
-                if (r0 + 8 < L) att_store_pair16<T16>(out + (r0 + 8) * C, k, d, pair, o[j][2] * i1, o[j][3] * i1);
+                if (r0 < L) mvrt_store_pair16<T16>(out + r0 * C, k, d, pair, o[j][0] * i0, o[j][1] * i0);
+                if (r0 + 8 < L) mvrt_store_pair16<T16>(out + (r0 + 8) * C, k, d, pair, o[j][2] * i1, o[j][3] * i1);
             }
         }
         __syncthreads(); /* the next batch element restages K and V */

@@ -58,6 +58,27 @@ static __device__ __forceinline__ void mvrt_ldsm4_trans(uint32_t (&r)[4], uint32
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
+/* columns k, k + 1 of a 16-bit row as one word, lo first (zeros at or
+ * past d); pair: d is even and the row 4-byte aligned, so one 4-byte
+ * load (the attention's q rows, dt_proj's weight rows) */
+static __device__ __forceinline__ uint32_t mvrt_load_pair16(const uint16_t *row, int k, int d, bool pair)
+{
+    if (pair) return k < d ? *reinterpret_cast<const uint32_t *>(row + k) : 0u;
+    const uint32_t lo = k < d ? row[k] : 0u, hi = k + 1 < d ? row[k + 1] : 0u;
+    return lo | hi << 16;
+}
+/* lo, hi rounded to T16 and stored at columns k, k + 1 of a row (those
+ * below d); pair: as mvrt_load_pair16, one 4-byte store */
+template <int T16>
+static __device__ __forceinline__ void mvrt_store_pair16(uint16_t *row, int k, int d, bool pair, float lo, float hi)
+{
+    if (pair) {
+        if (k < d) *reinterpret_cast<uint32_t *>(row + k) = mvrt_pack16x2<T16>(lo, hi);
+        return;
+    }
+    if (k < d) row[k] = mvrt_f32_to_h16<T16>(lo);
+    if (k + 1 < d) row[k + 1] = mvrt_f32_to_h16<T16>(hi);
+}
 /* c += a b on mma.sync m16n8k16 with 16-bit operands of type T16 */
 template <int T16>
 static __device__ __forceinline__ void mvrt_mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)

@@ -803,10 +803,7 @@ __global__ void __launch_bounds__(MVRT_SMALLKB_THREADS)
         if (IO16) {
             unsigned short *y = Y16 + m * g.ldy + n0;
             if (vec4 && n0 + 3 < N) {
-                uint2 w;
-                w.x = (uint32_t)mvrt_f32_to_h16<T16>(v[0]) | ((uint32_t)mvrt_f32_to_h16<T16>(v[1]) << 16);
-                w.y = (uint32_t)mvrt_f32_to_h16<T16>(v[2]) | ((uint32_t)mvrt_f32_to_h16<T16>(v[3]) << 16);
-                *reinterpret_cast<uint2 *>(y) = w;
+                *reinterpret_cast<uint2 *>(y) = make_uint2(mvrt_h16x2<T16>(v[0], v[1]), mvrt_h16x2<T16>(v[2], v[3]));
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; j++)
@@ -913,10 +910,7 @@ __global__ void __launch_bounds__(32 * MVRT_SMALLK_MMA_WARPS)
     const int64_t r0 = m0 + 16 * warp + gq, r1 = r0 + 8;
     const uint16_t *A = reinterpret_cast<const uint16_t *>(g.A);
     const auto a_pair = [&](int64_t r, int k) -> uint32_t {
-        if (r >= g.M) return 0u;
-        const uint16_t *row = A + r * g.lda;
-        const uint32_t lo = k < K ? row[k] : 0u, hi = k + 1 < K ? row[k + 1] : 0u;
-        return lo | hi << 16;
+        return r < g.M ? mvrt_load_pair16(A + r * g.lda, k, K, false) : 0u;
     };
     const int ksteps = kp / 16;
     uint32_t af[MVRT_SMALLK_GEMM_K / 16][4];
@@ -968,13 +962,7 @@ __global__ void __launch_bounds__(32 * MVRT_SMALLK_MMA_WARPS)
                 const float br = h ? br1 : br0;
                 const float v0 = act_apply(g.act, acc[j][2 * h] + br + bn0);
                 const float v1 = act_apply(g.act, acc[j][2 * h + 1] + br + bn1);
-                uint16_t *y = Y + r * g.ldy + n;
-                if (pair && two) {
-                    *reinterpret_cast<uint32_t *>(y) = mvrt_pack16x2<T16>(v0, v1);
-                } else {
-                    y[0] = mvrt_f32_to_h16<T16>(v0);
-                    if (two) y[1] = mvrt_f32_to_h16<T16>(v1);
-                }
+                mvrt_store_pair16<T16>(Y + r * g.ldy, n, N, pair && two, v0, v1);
             }
         }
     }
