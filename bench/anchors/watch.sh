@@ -7,6 +7,10 @@ if [ ! -d $D ]; then
   # without CUTLASS's tools/util/include the 16-bit convs fall back to the Sm80 kernels (session 62)
   [ -f .cutlass/tools/util/include/cutlass/util/packed_stride.hpp ] || {
     echo "no .cutlass/tools/util/include: the sm_90a convs would not be built"; exit 3; }
+  # torch_mambavision_one.py imports .anchor/mv/mambavision/models (session 65 lost its PyTorch runs
+  # to a copy one level too shallow)
+  [ -f .anchor/mv/mambavision/models/mamba_vision.py ] || {
+    echo "no .anchor/mv/mambavision/models/mamba_vision.py: unpack MambaVision with tar x -C .anchor/mv"; exit 3; }
   mkdir -p $D/tj; nohup python3 -c 'import os; os.setsid(); os.execvp("bash", ["bash", "bench/anchors/lease.sh"])' > $D/pipe.out 2>&1 < /dev/null & sleep 2; echo "pipeline started"
 fi
 while [ ! -f $D/all.done ] && [ $(( $(date +%s) - T )) -lt $W ]; do sleep 5; done
