@@ -8,6 +8,8 @@
 #   LEASE_LAST   max-autotune runs after mvrt's second rows, while the job is younger than T_AUTO_BEFORE s
 #   LEASE_ROWS1  mvrt bench model --only text of the first rows (default: every GPU row, ~145 s)
 #   LEASE_ROWS   mvrt bench model --only text of the second rows
+#   LEASE_ROWS3  --only text of the rows after LEASE_LAST (default: LEASE_ROWS; e.g. only the rows
+#                whose max-autotune LAST timed, to keep the lease short)
 #   (FIRST, SPECS, LAST: "none" for no runs; unset or empty, session 58's)
 #   LEASE_AFTER  a command line run after the first rows with the GPU alone (e.g. the same rows
 #                under a test switch, or --profile), its output in $D/after.log; B is the build dir
@@ -69,6 +71,6 @@ log "mvrt rows 2"
 python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only "$ROWS" --anchor $D/torch_mambavision.json > $D/bench2.log 2>&1; log "bench2 rc $?"
 if [ $(el) -lt ${T_AUTO_BEFORE:-1200} ]; then
   autotune "$LAST"; merge
-  python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only "$ROWS" --anchor $D/torch_mambavision.json > $D/bench3.log 2>&1
+  python3 bench/anchors/gpu_lock.py -x $L $B/bin/mvrt bench model --backend cuda --only "${LEASE_ROWS3:-$ROWS}" --anchor $D/torch_mambavision.json > $D/bench3.log 2>&1
 else log "$LAST skipped (elapsed $(el) s)"; fi
 log done; touch $D/all.done
