@@ -6,7 +6,7 @@
  * usage: bench_cuda_scan PLUGIN_PATH [f32|f16|bf16|all|c64] [reps]
  * (c64: every row with a complex A, f32 inputs: variable B / C of 2L
  * steps; its "x ref" is "-": pass mamba_ssm's complex times beside it,
- * .anchor's scan_mamba_complex.py) */
+ * bench/anchors/scan_mamba_complex.py) */
 #include "cuda_test_util.h"
 
 static const mvrt_plugin_vtable_t *vt;
