@@ -53,39 +53,46 @@ AT_INL AT_VF AT_FN(at_exp_neg)(AT_VF x)
     return q * (AT_VF)e;
 }
 
+/* The 4 x (2 vectors) tile of C = A B that both products share: c[r] (rows
+ * c_pitch apart, 2 * AT_VW floats each) = sum over k < K of a[r][k] (rows
+ * a_pitch apart, unit stride in k) times b_k (2 * AT_VW floats, rows b_pitch
+ * apart). Q Kt sums over head dims, P V over keys. */
+AT_INL void AT_FN(at_tile4x2)(const float *a, size_t a_pitch, const float *b, size_t b_pitch, int64_t K, float *c,
+                              size_t c_pitch)
+{
+    const float *a0 = a, *a1 = a0 + a_pitch, *a2 = a1 + a_pitch, *a3 = a2 + a_pitch;
+    AT_VF c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0};
+    AT_VF c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+    for (int64_t k = 0; k < K; k++, b += b_pitch) {
+        const AT_VF b0 = AT_FN(at_ld)(b), b1 = AT_FN(at_ld)(b + AT_VW);
+        c00 += b0 * a0[k];
+        c01 += b1 * a0[k];
+        c10 += b0 * a1[k];
+        c11 += b1 * a1[k];
+        c20 += b0 * a2[k];
+        c21 += b1 * a2[k];
+        c30 += b0 * a3[k];
+        c31 += b1 * a3[k];
+    }
+    AT_FN(at_st)(c, c00);
+    AT_FN(at_st)(c + AT_VW, c01);
+    AT_FN(at_st)(c + c_pitch, c10);
+    AT_FN(at_st)(c + c_pitch + AT_VW, c11);
+    AT_FN(at_st)(c + 2 * c_pitch, c20);
+    AT_FN(at_st)(c + 2 * c_pitch + AT_VW, c21);
+    AT_FN(at_st)(c + 3 * c_pitch, c30);
+    AT_FN(at_st)(c + 3 * c_pitch + AT_VW, c31);
+}
+
 /* S[0..nr) x [0..Lp) = Q Kt; Lp is a multiple of 2 * AT_VW, nr of 8. */
 AT_INL void AT_FN(at_scores)(const at_ws_t *w, const at_dims_t *g, int nr)
 {
     const int d = g->d;
     const int64_t Lp = g->Lp;
-    for (int qi = 0; qi < nr; qi += AT_QT) {
-        const float *q0 = w->q + (size_t)qi * d, *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
-        for (int64_t j = 0; j < Lp; j += 2 * AT_VW) {
-            AT_VF a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0};
-            AT_VF a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
-            const float *kp = w->kt + j;
-            for (int k = 0; k < d; k++, kp += Lp) {
-                const AT_VF k0 = AT_FN(at_ld)(kp), k1 = AT_FN(at_ld)(kp + AT_VW);
-                a00 += k0 * q0[k];
-                a01 += k1 * q0[k];
-                a10 += k0 * q1[k];
-                a11 += k1 * q1[k];
-                a20 += k0 * q2[k];
-                a21 += k1 * q2[k];
-                a30 += k0 * q3[k];
-                a31 += k1 * q3[k];
-            }
-            float *s = w->s + (size_t)qi * Lp + j;
-            AT_FN(at_st)(s, a00);
-            AT_FN(at_st)(s + AT_VW, a01);
-            AT_FN(at_st)(s + Lp, a10);
-            AT_FN(at_st)(s + Lp + AT_VW, a11);
-            AT_FN(at_st)(s + 2 * Lp, a20);
-            AT_FN(at_st)(s + 2 * Lp + AT_VW, a21);
-            AT_FN(at_st)(s + 3 * Lp, a30);
-            AT_FN(at_st)(s + 3 * Lp + AT_VW, a31);
-        }
-    }
+    for (int qi = 0; qi < nr; qi += AT_QT)
+        for (int64_t j = 0; j < Lp; j += 2 * AT_VW)
+            AT_FN(at_tile4x2)(w->q + (size_t)qi * d, (size_t)d, w->kt + j, (size_t)Lp, d,
+                              w->s + (size_t)qi * Lp + j, (size_t)Lp);
 }
 
 /* Softmax numerators of rows [0, nr) in place (keys >= L become 0); inv[r]
@@ -128,34 +135,10 @@ AT_INL void AT_FN(at_pv)(const at_ws_t *w, const at_dims_t *g, int nr)
 {
     const int dp = g->dp, cw = dp / (2 * AT_VW) * (2 * AT_VW);
     const int64_t Lp = g->Lp;
-    for (int qi = 0; qi < nr; qi += AT_QT) {
-        const float *p0 = w->s + (size_t)qi * Lp, *p1 = p0 + Lp, *p2 = p1 + Lp, *p3 = p2 + Lp;
-        for (int c = 0; c < cw; c += 2 * AT_VW) {
-            AT_VF a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0};
-            AT_VF a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
-            const float *vp = w->vs + c;
-            for (int64_t j = 0; j < Lp; j++, vp += dp) {
-                const AT_VF v0 = AT_FN(at_ld)(vp), v1 = AT_FN(at_ld)(vp + AT_VW);
-                a00 += v0 * p0[j];
-                a01 += v1 * p0[j];
-                a10 += v0 * p1[j];
-                a11 += v1 * p1[j];
-                a20 += v0 * p2[j];
-                a21 += v1 * p2[j];
-                a30 += v0 * p3[j];
-                a31 += v1 * p3[j];
-            }
-            float *o = w->o + (size_t)qi * dp + c;
-            AT_FN(at_st)(o, a00);
-            AT_FN(at_st)(o + AT_VW, a01);
-            AT_FN(at_st)(o + dp, a10);
-            AT_FN(at_st)(o + dp + AT_VW, a11);
-            AT_FN(at_st)(o + 2 * dp, a20);
-            AT_FN(at_st)(o + 2 * dp + AT_VW, a21);
-            AT_FN(at_st)(o + 3 * dp, a30);
-            AT_FN(at_st)(o + 3 * dp + AT_VW, a31);
-        }
-    }
+    for (int qi = 0; qi < nr; qi += AT_QT)
+        for (int c = 0; c < cw; c += 2 * AT_VW)
+            AT_FN(at_tile4x2)(w->s + (size_t)qi * Lp, (size_t)Lp, w->vs + c, (size_t)dp, Lp,
+                              w->o + (size_t)qi * dp + c, (size_t)dp);
     if (cw == dp)
         return;
     /* One vector of head dims left: 8 queries at a time. */
