@@ -4,13 +4,25 @@
 
 #include <stdint.h>
 
-/* mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype T]
- * argv[0] is "scan". Returns the process exit code. */
+/* mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype T] [--only TEXT]
+ * [--anchor JSON]; argv[0] is "scan". Returns the process exit code. */
 int mvrt_bench_scan(int argc, char **argv);
 
-/* mvrt bench model|block [--backend NAME] [--quick] [--profile] [--only TEXT]; argv[0] is "model" or
- * "block". MambaVision through graphs vs the PyTorch figures of ANCHORS.md. */
+/* mvrt bench model|block [--backend NAME] [--quick] [--profile] [--only TEXT] [--anchor JSON];
+ * argv[0] is "model" or "block". MambaVision through graphs vs the PyTorch figures of ANCHORS.md
+ * and, with --anchor, of the same call. */
 int mvrt_bench_model(int argc, char **argv);
+
+/* The peers' figures of one device call, as shared/anchors' scripts write
+ * them: a JSON object of objects, e.g. {"T b256 compile-bf16": {"img_s":
+ * 19420.7, "ms": 13.18}, ...} (torch_mambavision.py) or {"T s3 float32":
+ * {"fwd_ms": 0.18, "bwd_ms": 0.60}, ...} (scan_mamba.py).
+ * mvrt_bench_anchor_load reads the file whole (the caller frees it); NULL,
+ * with the reason on stderr, when it cannot. mvrt_bench_anchor_field is the
+ * number after "field": inside the object of "key", or 0 when either is
+ * absent (a flat search: keys must not contain one another's quotes). */
+char *mvrt_bench_anchor_load(const char *path);
+double mvrt_bench_anchor_field(const char *json, const char *key, const char *field);
 
 /* The baseline every CPU figure is quoted against: the straightforward
  * single-threaded scalar loop over (b, d), t, n with expf, f32, contiguous

@@ -13,7 +13,6 @@
 
 #include "bench/bench.h"
 #include "tools/model_run.h"
-#include "tools/read_file.h"
 
 typedef struct bench_row {
     const char *name;
@@ -82,32 +81,13 @@ static const bench_row_t cpu_rows[] = {
  * config, batch and precision found there (anchor_print). */
 static char *anchor_json;
 
-static int anchor_load(const char *path)
-{
-    char why[256];
-    size_t size = 0;
-    anchor_json = mvrt_read_file(path, (size_t)64 << 20, &size, why, sizeof why);
-    if (!anchor_json) {
-        fprintf(stderr, "mvrt bench: the anchor file %s: %s\n", path, why);
-        return -1;
-    }
-    return 0;
-}
-
 /* Field `field` ("img_s", "peak_mib") of entry "<config> b<batch> <mode>",
  * or 0 when absent. */
 static double anchor_value(const char *config, int64_t batch, const char *mode, const char *field)
 {
-    char key[96], name[32];
-    snprintf(key, sizeof key, "\"%s b%lld %s\"", config, (long long)batch, mode);
-    snprintf(name, sizeof name, "\"%s\"", field);
-    const char *at = anchor_json ? strstr(anchor_json, key) : NULL;
-    const char *end = at ? strchr(at + strlen(key), '}') : NULL;
-    const char *v = at ? strstr(at + strlen(key), name) : NULL;
-    if (!v || (end && v > end))
-        return 0.0;
-    v = strchr(v + strlen(name), ':');
-    return v ? strtod(v + 1, NULL) : 0.0;
+    char key[96];
+    snprintf(key, sizeof key, "%s b%lld %s", config, (long long)batch, mode);
+    return mvrt_bench_anchor_field(anchor_json, key, field);
 }
 
 /* The row's ratios to every PyTorch mode of its config, batch and
@@ -333,7 +313,8 @@ int mvrt_bench_model(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else if (!strcmp(argv[i], "--anchor") && i + 1 < argc) {
-            if (anchor_load(argv[++i]) != 0)
+            free(anchor_json);
+            if (!(anchor_json = mvrt_bench_anchor_load(argv[++i])))
                 return 2;
         } else {
             fprintf(stderr, "usage: mvrt bench %s [--backend NAME] [--quick] [--profile] [--only TEXT] [--anchor JSON]\n",

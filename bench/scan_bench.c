@@ -24,26 +24,29 @@ typedef struct scan_row {
     /* ANCHORS.md, "Selective scan: the public mamba_ssm CUDA kernel (fp32)":
      * one H100 80GB HBM3, median of CUDA events, ms at the full batch. */
     double h100_fwd_ms, h100_bwd_ms;
+    /* the row's name in shared/anchors/scan_mamba.py's JSON (its rows, and
+     * the EXTRA_ROWS string of docs/performance.md), without the dtype */
+    const char *anchor_key;
 } scan_row_t;
 
 static const scan_row_t scan_rows[] = {
-    {"MambaVision-T stage 3", 256, 160, 196, 8, 0, 8, 196, 1, 196, 0.194, 0.619},
-    {"MambaVision-T stage 4", 256, 320, 49, 8, 0, 8, 49, 1, 49, 0.219, 0.623},
-    {"MambaVision-B stage 3", 256, 256, 196, 8, 0, 8, 196, 1, 196, 0.293, 0.930},
-    {"MambaVision-B stage 4", 256, 512, 49, 8, 0, 8, 49, 1, 49, 0.336, 0.958},
-    {"MambaVision-L stage 3", 64, 392, 196, 8, 0, 8, 196, 1, 196, 0.129, 0.408},
-    {"MambaVision-T stage 3, b1", 1, 160, 196, 8, 0, 1, 196, 1, 196, 0.034, 0.090},
-    {"Mamba LM layer, z", 8, 1536, 2048, 16, 1, 1, 2048, 1, 256, 0.903, 2.133},
-    {"16x64x256x64, z", 16, 64, 256, 64, 1, 16, 256, 2, 256, 0.060, 0.166},
+    {"MambaVision-T stage 3", 256, 160, 196, 8, 0, 8, 196, 1, 196, 0.194, 0.619, "T s3"},
+    {"MambaVision-T stage 4", 256, 320, 49, 8, 0, 8, 49, 1, 49, 0.219, 0.623, "T s4"},
+    {"MambaVision-B stage 3", 256, 256, 196, 8, 0, 8, 196, 1, 196, 0.293, 0.930, "B s3"},
+    {"MambaVision-B stage 4", 256, 512, 49, 8, 0, 8, 49, 1, 49, 0.336, 0.958, "B s4"},
+    {"MambaVision-L stage 3", 64, 392, 196, 8, 0, 8, 196, 1, 196, 0.129, 0.408, "L s3"},
+    {"MambaVision-T stage 3, b1", 1, 160, 196, 8, 0, 1, 196, 1, 196, 0.034, 0.090, "T s3 b1"},
+    {"Mamba LM layer, z", 8, 1536, 2048, 16, 1, 1, 2048, 1, 256, 0.903, 2.133, "LM z"},
+    {"16x64x256x64, z", 16, 64, 256, 64, 1, 16, 256, 2, 256, 0.060, 0.166, "16x64x256x64 z"},
     /* issue #32's further rows (d_state 128 / 256, L 4096 / 8192 at batch
      * 1 and 8): no ANCHORS.md baseline ("-"); shared/anchors/scan_mamba.py
      * times them with EXTRA_ROWS (docs/performance.md gives the string) */
-    {"16x64x256x128, z", 16, 64, 256, 128, 1, 16, 256, 2, 256, 0, 0},
-    {"16x64x256x256, z", 16, 64, 256, 256, 1, 16, 256, 2, 256, 0, 0},
-    {"Mamba LM L4096 b1, z", 1, 1536, 4096, 16, 1, 1, 4096, 1, 256, 0, 0},
-    {"Mamba LM L8192 b1, z", 1, 1536, 8192, 16, 1, 1, 8192, 1, 256, 0, 0},
-    {"Mamba LM L4096 b8, z", 8, 1536, 4096, 16, 1, 1, 4096, 1, 256, 0, 0},
-    {"Mamba LM L8192 b8, z", 8, 1536, 8192, 16, 1, 1, 8192, 1, 256, 0, 0},
+    {"16x64x256x128, z", 16, 64, 256, 128, 1, 16, 256, 2, 256, 0, 0, "16x64x256x128 z"},
+    {"16x64x256x256, z", 16, 64, 256, 256, 1, 16, 256, 2, 256, 0, 0, "16x64x256x256 z"},
+    {"Mamba LM L4096 b1, z", 1, 1536, 4096, 16, 1, 1, 4096, 1, 256, 0, 0, "LM L4096 b1 z"},
+    {"Mamba LM L8192 b1, z", 1, 1536, 8192, 16, 1, 1, 8192, 1, 256, 0, 0, "LM L8192 b1 z"},
+    {"Mamba LM L4096 b8, z", 8, 1536, 4096, 16, 1, 1, 4096, 1, 256, 0, 0, "LM L4096 b8 z"},
+    {"Mamba LM L8192 b8, z", 8, 1536, 8192, 16, 1, 1, 8192, 1, 256, 0, 0, "LM L8192 b8 z"},
 };
 
 #define BENCH_CHECK(call)                                                             \
@@ -240,7 +243,36 @@ typedef struct bench_cfg {
     double copy_gbs;
     const int *threads;
     int nthreads;
+    const char *anchor_json; /* --anchor: mamba_ssm's times of the same call, or NULL */
 } bench_cfg_t;
+
+/* mamba_ssm's dtype names in scan_mamba.py's keys */
+static const char *anchor_dtype(mvrt_dtype_t dt)
+{
+    return dt == MVRT_DTYPE_BF16 ? "bfloat16" : dt == MVRT_DTYPE_F16 ? "float16" : "float32";
+}
+
+/* Under a row's line: mamba_ssm's times for the row and dtype from the
+ * anchor file, and the speed-up over them (their ms / ours: > 1 is mvrt
+ * faster). Only where this run timed the row's full shape (the CPU's
+ * substitute and --quick shapes are other problems) and the file has it. */
+static void anchor_print(const bench_cfg_t *cfg, const scan_row_t *row, int64_t Bt, int64_t L, double fms, double bms)
+{
+    if (!cfg->anchor_json || Bt != row->batch || L != row->len)
+        return;
+    char key[96];
+    snprintf(key, sizeof key, "%s %s", row->anchor_key, anchor_dtype(cfg->dt));
+    const double f = mvrt_bench_anchor_field(cfg->anchor_json, key, "fwd_ms");
+    const double b = mvrt_bench_anchor_field(cfg->anchor_json, key, "bwd_ms");
+    if (f <= 0.0 && b <= 0.0)
+        return;
+    printf("    mamba_ssm (%s): fwd %.4f ms, bwd %.4f ms; speed-up:", key, f, b);
+    if (f > 0.0)
+        printf(" fwd %.2fx", f / fms);
+    if (b > 0.0)
+        printf("%s bwd %.2fx", f > 0.0 ? "," : "", b / bms);
+    printf("\n");
+}
 
 /* Builds one ANCHORS row on the device, times it for every thread count and
  * prints its lines. Returns 0, or 1 after printing the error. */
@@ -362,6 +394,7 @@ static int bench_row(const bench_cfg_t *cfg, scan_ctx_t *cp, const scan_row_t *r
                        row->name, shape, fms, fr, fgb, copy_gbs > 0 ? 100.0 * fgb / copy_gbs : 0.0, xf, bms, br,
                        bgb, copy_gbs > 0 ? 100.0 * bgb / copy_gbs : 0.0, xb, cs_out, cs_du);
             }
+            anchor_print(cfg, row, Bt, L, fms, bms);
             fflush(stdout);
         }
         if (is_cpu)
@@ -409,17 +442,19 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype f32|f16|bf16]\n"
-            "                       [--only TEXT]\n"
+            "                       [--only TEXT] [--anchor JSON]\n"
             "  --backend NAME   cpu, cuda, cuda:N, hip, hip:N or auto (default auto)\n"
             "  --threads LIST   CPU thread counts, e.g. 1,2 or 1,max (default 1,max)\n"
             "  --quick          small shapes, few repeats (CI smoke run)\n"
             "  --dtype T        input dtype of u, delta, B, C, z (default f32)\n"
-            "  --only TEXT      only the rows whose name contains TEXT\n");
+            "  --only TEXT      only the rows whose name contains TEXT\n"
+            "  --anchor JSON    mamba_ssm's times of the same call (shared/anchors/scan_mamba.py's\n"
+            "                   scan_mamba.json): each full-shape row prints the speed-up over them\n");
 }
 
 int mvrt_bench_scan(int argc, char **argv)
 {
-    const char *backend_name = "auto", *threads_arg = NULL, *only = NULL;
+    const char *backend_name = "auto", *threads_arg = NULL, *only = NULL, *anchor_path = NULL;
     int quick = 0;
     mvrt_dtype_t dt = MVRT_DTYPE_F32;
     for (int i = 1; i < argc; i++) {
@@ -431,6 +466,8 @@ int mvrt_bench_scan(int argc, char **argv)
             quick = 1;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = argv[++i];
+        } else if (!strcmp(argv[i], "--anchor") && i + 1 < argc) {
+            anchor_path = argv[++i];
         } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             const char *d = argv[++i];
             if (!strcmp(d, "f32"))
@@ -453,11 +490,15 @@ int mvrt_bench_scan(int argc, char **argv)
         }
     }
 
+    char *anchor_json = NULL;
+    if (anchor_path && !(anchor_json = mvrt_bench_anchor_load(anchor_path)))
+        return 2;
     mvrt_backend_t *be = NULL;
     mvrt_status_t st = mvrt_backend_open(backend_name, &be);
     if (st != MVRT_OK) {
         fprintf(stderr, "mvrt bench scan: cannot open backend '%s': %s\n  %s\n", backend_name,
                 mvrt_status_string(st), mvrt_last_error());
+        free(anchor_json);
         return st == MVRT_ERR_UNAVAILABLE ? 3 : 1;
     }
     mvrt_device_info_t info;
@@ -475,6 +516,7 @@ int mvrt_bench_scan(int argc, char **argv)
         nthreads = parse_threads(threads_arg ? threads_arg : def, maxt, threads, 16);
         if (nthreads <= 0) {
             fprintf(stderr, "mvrt bench scan: bad --threads list '%s'\n", threads_arg);
+            free(anchor_json);
             mvrt_backend_close(be);
             return 2;
         }
@@ -514,7 +556,7 @@ int mvrt_bench_scan(int argc, char **argv)
     for (size_t ri = 0; ri < sizeof scan_rows / sizeof scan_rows[0]; ri++) {
         if (only && !strstr(scan_rows[ri].name, only))
             continue;
-        bench_cfg_t cfg = {be, dt, quick, is_cpu, budget, max_reps, copy_gbs, threads, nthreads};
+        bench_cfg_t cfg = {be, dt, quick, is_cpu, budget, max_reps, copy_gbs, threads, nthreads, anchor_json};
         if (bench_row(&cfg, &c, &scan_rows[ri]) != 0)
             goto fail;
     }
@@ -526,5 +568,6 @@ fail:
     mvrt_stream_destroy(bench_stream);
     bench_stream = NULL;
     mvrt_backend_close(be);
+    free(anchor_json);
     return rc;
 }
