@@ -9,7 +9,7 @@ static void bench_usage(FILE *to)
 {
     fprintf(to,
             "usage: mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--dtype f32|f16|bf16]\n"
-            "                       [--only TEXT]\n"
+            "                       [--only TEXT] [--anchor JSON]\n"
             "       mvrt bench model|block [--backend NAME] [--quick] [--profile] [--only TEXT]\n"
             "                              [--anchor JSON]\n"
             "  scan   selective scan forward + backward on the shared/ANCHORS.md shapes\n"

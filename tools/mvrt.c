@@ -21,7 +21,7 @@ static void print_usage(FILE *to)
             "                                     run every case of a scan golden file forward\n"
             "                                     and backward, compare, PASS/FAIL per case;\n"
             "                                     MambaVision golden files through graphs\n"
-            "  mvrt bench scan [--backend NAME] [--threads LIST] [--quick]\n"
+            "  mvrt bench scan [--backend NAME] [--threads LIST] [--quick] [--anchor JSON]\n"
             "                                     time the scan on the ANCHORS.md shapes\n"
             "  mvrt bench model|block [--backend NAME] [--quick] [--profile] [--only TEXT]\n"
             "                                     MambaVision-T and its stage-3 block vs ANCHORS.md\n"
