@@ -94,34 +94,34 @@ static void wn_reverse_row(const mvrt_window_params_t *p, const wn_geom_t *g, in
     }
 }
 
-void mvrt_cpu_window_partition(const mvrt_window_params_t *p, int threads)
+typedef void (*wn_row_fn)(const mvrt_window_params_t *, const wn_geom_t *, int64_t, int64_t);
+
+/* Runs row(p, g, b, y) over the batch's rows of `rows_per_image` rows of
+ * `width` pixels (the padded grid for partition, the image for reverse),
+ * split over threads once the map is large enough to pay for them. */
+static void wn_run_rows(const mvrt_window_params_t *p, int threads, wn_row_fn row, int padded)
 {
     if (p->batch <= 0 || p->channels <= 0 || p->height <= 0 || p->width <= 0 || p->window <= 0)
         return;
     const wn_geom_t g = wn_geom(p);
+    const int64_t rows_per_image = padded ? g.Hp : g.H, width = padded ? g.Wp : g.W;
     const int nt = threads < 1 ? 1 : threads;
-    const int64_t nrow = g.B * g.Hp, elems = nrow * g.Wp * g.C;
+    const int64_t nrow = g.B * rows_per_image, elems = nrow * width * g.C;
     (void)nt;
     (void)elems;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && nrow > 1 && elems >= 65536)
 #endif
     for (int64_t r = 0; r < nrow; r++)
-        wn_partition_row(p, &g, r / g.Hp, r % g.Hp);
+        row(p, &g, r / rows_per_image, r % rows_per_image);
+}
+
+void mvrt_cpu_window_partition(const mvrt_window_params_t *p, int threads)
+{
+    wn_run_rows(p, threads, wn_partition_row, 1);
 }
 
 void mvrt_cpu_window_reverse(const mvrt_window_params_t *p, int threads)
 {
-    if (p->batch <= 0 || p->channels <= 0 || p->height <= 0 || p->width <= 0 || p->window <= 0)
-        return;
-    const wn_geom_t g = wn_geom(p);
-    const int nt = threads < 1 ? 1 : threads;
-    const int64_t nrow = g.B * g.H, elems = nrow * g.W * g.C;
-    (void)nt;
-    (void)elems;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && nrow > 1 && elems >= 65536)
-#endif
-    for (int64_t r = 0; r < nrow; r++)
-        wn_reverse_row(p, &g, r / g.H, r % g.H);
+    wn_run_rows(p, threads, wn_reverse_row, 0);
 }
