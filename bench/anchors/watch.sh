@@ -1,17 +1,18 @@
 #!/bin/bash
-# One device call: start bench/anchors/lease.sh (the first call) or follow it; wait up to $1 s;
+# One device call: start bench/anchors/lease.sh, or $LEASE_SCRIPT, (the first call) or follow it; wait up to $1 s;
 # print its log and pack /tmp/d into $OUT. Call it again within the machine's warm time.
 W=${1:-560}; D=/tmp/d; T=$(date +%s)
 if [ ! -d $D ]; then
-  [ -d .cutlass/include ] || { echo "no pipeline and no .cutlass here: a fresh machine without the carried paths"; exit 3; }
+  S=${LEASE_SCRIPT:-bench/anchors/lease.sh}
+  [ "$S" != bench/anchors/lease.sh ] || [ -d .cutlass/include ] || { echo "no pipeline and no .cutlass here: a fresh machine without the carried paths"; exit 3; }
   # without CUTLASS's tools/util/include the 16-bit convs fall back to the Sm80 kernels (session 62)
-  [ -f .cutlass/tools/util/include/cutlass/util/packed_stride.hpp ] || {
+  [ "$S" != bench/anchors/lease.sh ] || [ -f .cutlass/tools/util/include/cutlass/util/packed_stride.hpp ] || {
     echo "no .cutlass/tools/util/include: the sm_90a convs would not be built"; exit 3; }
   # torch_mambavision_one.py imports .anchor/mv/mambavision/models (session 65 lost its PyTorch runs
   # to a copy one level too shallow)
   [ -f .anchor/mv/mambavision/models/mamba_vision.py ] || {
     echo "no .anchor/mv/mambavision/models/mamba_vision.py: unpack MambaVision with tar x -C .anchor/mv"; exit 3; }
-  mkdir -p $D/tj; nohup python3 -c 'import os; os.setsid(); os.execvp("bash", ["bash", "bench/anchors/lease.sh"])' > $D/pipe.out 2>&1 < /dev/null & sleep 2; echo "pipeline started"
+  mkdir -p $D/tj; nohup python3 -c 'import os; os.setsid(); os.execvp("bash", ["bash", "'$S'"])' > $D/pipe.out 2>&1 < /dev/null & sleep 2; echo "pipeline started"
 fi
 while [ ! -f $D/all.done ] && [ $(( $(date +%s) - T )) -lt $W ]; do sleep 5; done
 cat $D/pipe.log; echo "--- tmv logs"; tail -qn 2 $D/t_*.log 2>/dev/null | tail -30

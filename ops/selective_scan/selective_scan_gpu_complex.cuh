@@ -7,97 +7,137 @@
  *   a_t = exp(dt A),  x_t = a_t x_{t-1} + dt u B_t,  y_t = 2 Re(sum_n x_t C_t)
  *   lam_t = 2 g_t conj(C_t) + conj(a_{t+1}) lam_{t+1}.
  *
- * Layout: LPR consecutive lanes per unit of work (the next power of two
- * >= N up to 16 states, else the whole warp), lane j of a unit owning the
- * states j, j + LPR, ... (SPL of them, N <= SPL * LPR), so a warp works on
- * MVRT_WARP_SIZE / LPR units side by side (e.g. 4 rows at N = 8); a
- * state's values never leave its lane, so the sums over states (y, du,
- * ddelta) are the fixed butterfly group_sum over the unit's lanes and
- * nothing else crosses lanes. Lanes past the last unit (or past the last
- * channel of a shorter tile) compute on a clamped index and store no
- * result (only into workspace slices of their own), so every lane takes
- * every shuffle.
- *   forward: a unit is one (batch, channel) row;
- *   backward: a unit is (batch, group, a tile of the group's channels),
- *     walked channel by channel in order. Per channel the forward is run
- *     once saving the state at every CH-step chunk start, then chunks are
- *     walked from the end: the chunk's states are recomputed into the
- *     unit's history (workspace), and the adjoint runs back over them.
- *     Variable dB / dC of the unit's channels are summed in channel order
- *     into the unit's own slice of the workspace, then over the tiles in
- *     tile order by scan_cx_reduce_bc; dA, constant dB / dC, dD and
- *     ddelta_bias are summed per row into the workspace and over the batch
- *     in batch order by scan_cx_reduce_rows. Every sum has a fixed order:
- *     results are bitwise reproducible.
- * The decay exp(dt A) uses the hardware exp2 and sine / cosine after a
- * two-constant reduction of the angle to [-pi, pi] (their error there,
+ * Layout: the chunked warp-scan geometry of the real kernels
+ * (selective_scan_gpu_wscan.cuh), in complex arithmetic. A block of 8
+ * groups of 32 lanes ("warps", also on 64-wide AMD wavefronts) takes 8
+ * channel rows of one (batch, group), a warp one row; L is walked in
+ * chunks of 32 TM steps, lane i taking steps [TM i, TM i + TM) of a chunk.
+ * Per state, a serial pass over the lane's steps gives its complex affine
+ * map x -> a x + b, a 5-round shuffle scan over the lanes the incoming
+ * state (from the chunk's start state, kept in shared memory), and a
+ * second pass x_t and 2 Re(x_t C_t), summed into the lane's outputs in
+ * registers. Why: the kernels this replaced walked L one dependent step
+ * at a time per row (a unit of lanes per row, its states across lanes),
+ * 0.18-0.38x mamba_ssm's forward and 0.04-0.47x its backward on an H200
+ * (docs/performance.md, "Complex A"); here the chain per chunk is 2 TM + 5
+ * steps instead of 32 TM.
+ *
+ * Backward: pass 1 (more than one chunk) saves each state's value at every
+ * chunk start in the workspace; pass 2 walks the chunks backwards and, per
+ * state, rebuilds x_t from the saved start (prefix scan over the lanes)
+ * and runs the adjoint from the chunk's end carry mu (suffix scan over the
+ * lanes: mu_out = conj(prod a) mu_in + q), with the gradients of
+ * ops/selective_scan/scan_cpu_complex.c. du and ddelta sum over the states
+ * in the lane's registers; dA and constant dB / dC per row through a fixed
+ * butterfly over the lanes into the row's workspace slice; variable dB /
+ * dC through each warp's partials in shared memory, summed over the
+ * block's rows in row order, into the output or (a group split over
+ * several tiles) the tile's workspace partial, then over tiles in tile
+ * order (scan_cx_reduce_bc). A tile holds a multiple of 8 channels, walked
+ * 8 at a time, so that the partials stay under MVRT_CX_BC_BYTES. dA,
+ * constant dB / dC, dD and ddelta_bias sum over the batch in batch order
+ * (scan_cx_reduce_rows). Every sum has a fixed order: results are bitwise
+ * reproducible. Steps past L use delta = 0, u = 0, g = 0 (a = 1, nothing
+ * added) and are never stored.
+ *
+ * TM (steps per lane): 2 for L <= 64 (MambaVision's stage 4 has L = 49:
+ * at TM 8 only 7 of 32 lanes would work), else 8 in the forward and 4 in
+ * the backward (whose per-step arrays would not fit two blocks per SM at
+ * 8). The decay exp(dt A) uses the hardware exp2 and sine / cosine after
+ * a two-constant reduction of the angle to [-pi, pi] (their error there,
  * ~1e-6 absolute, is that of rounding the angle dt Im(A) itself at
- * |angle| ~ 10). No speed target in issue #32 covers complex A yet: per
- * step the lanes of a unit load the same u / delta, and the backward
- * re-reads its history from global memory (L2). The units' count and the
- * chunk length are planned by cx_plan so that the workspace stays within
- * a few hundred MB for any shape. */
+ * |angle| ~ 10). Any strides; VEC: unit L-strides and 8-element aligned
+ * rows of u, delta, z, out (dout, du, ddelta, dz). The per-row carries
+ * live in shared memory: N up to a few thousand states (cx_plan says
+ * whether a problem fits; the launch refuses one that does not). */
 #ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_CUH
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_CUH
 
 namespace mvrt_scan_gpu {
 
-/* Warps per block of both row kernels. */
-#define MVRT_CX_WARPS 4
-/* The backward aims at this many units (warps) when the batch and groups
- * alone give fewer; variable dB / dC partials are capped at
- * MVRT_CX_BC_BYTES (fewer, longer tiles past it). */
-#define MVRT_CX_UNITS 16384
-#define MVRT_CX_BC_BYTES ((size_t)512 << 20)
+#define MVRT_CX_ROWS 8                      /* rows (warps of 32 lanes) per block */
+#define MVRT_CX_THREADS (32 * MVRT_CX_ROWS)
+#define MVRT_CX_SB 8                        /* forward: states staged per round */
+#define MVRT_CX_RS_MAX 4                    /* backward: states per round, at most */
+#define MVRT_CX_BC_BYTES ((size_t)512 << 20) /* variable dB / dC tile partials, at most */
+#define MVRT_CX_SMEM_PAIR ((size_t)110 << 10) /* two blocks fit an SM of 228 KB */
+
+/* what a launch returns for a problem whose per-row carries do not fit
+ * the device's shared memory (cx_plan) */
+#if defined(MVRT_GPU_HIP)
+#define MVRT_GPU_ERR_CONFIG hipErrorInvalidConfiguration
+#else
+#define MVRT_GPU_ERR_CONFIG cudaErrorInvalidConfiguration
+#endif
 
 struct cx_plan_t {
-    int np;             /* lanes per unit: 1, 2, 4, 8, 16, or 0 for the whole warp */
-    int spl;            /* states per lane: 1, 2, 4 or 8 */
-    int upw;            /* units per warp: warp width / lanes per unit */
-    int ch;             /* backward chunk length */
-    int64_t nch;        /* chunks over L */
-    int64_t ntiles;     /* channel tiles per group */
-    int64_t tpc;        /* channels per tile (the last may have fewer) */
-    int64_t units;      /* batch * groups * ntiles */
-    int64_t slots;      /* units rounded up to whole warps: the per-unit workspace slices */
-    size_t row_off, ck_off, hist_off, ys_off, bc_off, total; /* workspace regions (bytes) */
+    int tmf, tmb;          /* steps per lane: forward, backward */
+    int nchunks;           /* backward chunks (32 tmb steps) over L */
+    int rs;                /* backward states per round; 0: the problem does not fit */
+    int bc_ws;             /* variable dB / dC summed through tile partials in the workspace */
+    int64_t dpg;           /* channels per group */
+    int64_t fwd_work;      /* forward blocks' work items: batch * groups * 8-row tiles */
+    int64_t tpc, ntiles;   /* backward: channels per tile (a multiple of 8), tiles per group */
+    int64_t nwork;         /* backward work items: batch * groups * ntiles */
+    size_t fwd_smem, bwd_smem;
+    size_t state_off, row_off, bc_off, total; /* backward workspace regions (bytes) */
 };
 
 static inline size_t cx_align(size_t v) { return (v + 255) & ~(size_t)255; }
+/* a warp's partial row of one state: lane i's 2 TM floats at (2 TM + 1) i
+ * (scalar stores from the lanes hit different banks) */
+static inline int cx_prow(int tm) { return 32 * (2 * tm + 1); }
+/* staged B and C of SB states, each row's carries (N, 2) */
+static inline size_t cx_fwd_smem(int tm, int64_t N)
+{
+    return ((size_t)2 * MVRT_CX_SB * 64 * tm + (size_t)MVRT_CX_ROWS * 2 * N) * sizeof(float);
+}
+/* staged B and C of rs states, the warps' dB / dC partials of rs states, each row's carries */
+static inline size_t cx_bwd_smem(int tm, int64_t N, int rs)
+{
+    return ((size_t)2 * rs * 64 * tm + (size_t)2 * MVRT_CX_ROWS * rs * cx_prow(tm) + (size_t)MVRT_CX_ROWS * 2 * N) *
+           sizeof(float);
+}
 
-/* A pure function of the problem and the warp width, so the workspace
- * query and the launch agree. */
-static inline cx_plan_t cx_plan(const mvrt_scan_params_t &p, int warp_size)
+/* A pure function of the problem, the device's shared memory per block
+ * and the cap on the variable dB / dC partials (bc_bytes, 0: the default
+ * MVRT_CX_BC_BYTES; a test lowers it to reach the tiles of several 8-row
+ * groups), so the workspace query and the launch agree. */
+static inline cx_plan_t cx_plan(const mvrt_scan_params_t &p, size_t smem_limit, size_t bc_bytes)
 {
     cx_plan_t c = {};
-    const int64_t N = p.dstate, W = warp_size > 0 ? warp_size : 32;
-    c.np = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 0;
-    c.spl = N <= W ? 1 : N <= 2 * W ? 2 : N <= 4 * W ? 4 : 8;
-    c.upw = c.np ? (int)(W / c.np) : 1;
-    c.ch = N <= 16 ? 64 : N <= 64 ? 32 : 16;
-    c.nch = (p.seqlen + c.ch - 1) / c.ch;
-    const int64_t dpg = p.dim / p.groups, base = p.batch * p.groups;
-    int64_t nt = (MVRT_CX_UNITS + base - 1) / base;
-    if (p.b_variable || p.c_variable) {
-        const size_t per_tile = (size_t)base * 2 * (size_t)N * 2 * (size_t)p.seqlen * sizeof(float);
-        const int64_t cap = (int64_t)(MVRT_CX_BC_BYTES / (per_tile > 0 ? per_tile : 1));
-        if (nt > cap) nt = cap;
+    const int64_t N = p.dstate, L = p.seqlen, R = MVRT_CX_ROWS;
+    c.tmf = L <= 64 ? 2 : 8;
+    c.tmb = L <= 64 ? 2 : 4;
+    c.nchunks = (int)((L + 32 * c.tmb - 1) / (32 * c.tmb));
+    c.fwd_smem = cx_fwd_smem(c.tmf, N);
+    for (int rs = MVRT_CX_RS_MAX; rs >= 1; rs /= 2) {
+        const size_t s = cx_bwd_smem(c.tmb, N, rs);
+        if (s <= smem_limit && (s <= MVRT_CX_SMEM_PAIR || rs == 1)) {
+            c.rs = rs, c.bwd_smem = s;
+            break;
+        }
     }
-    if (nt < 1) nt = 1;
-    if (nt > dpg) nt = dpg;
-    c.tpc = (dpg + nt - 1) / nt;
-    c.ntiles = (dpg + c.tpc - 1) / c.tpc;
-    c.units = base * c.ntiles;
-    c.slots = (c.units + c.upw - 1) / c.upw * c.upw;
-    const size_t rowsums = 6 * (size_t)N + 2;
+    c.dpg = p.dim / p.groups;
+    const int64_t base = p.batch * p.groups, t8 = (c.dpg + R - 1) / R;
+    c.fwd_work = base * t8;
+    int64_t nt = t8;
+    const bool var = p.b_variable || p.c_variable;
+    if (var) {
+        const size_t per_tile = (size_t)base * 2 * (size_t)N * 2 * (size_t)L * sizeof(float);
+        const int64_t cap = (int64_t)((bc_bytes ? bc_bytes : MVRT_CX_BC_BYTES) / (per_tile > 0 ? per_tile : 1));
+        if (nt > cap) nt = cap < 1 ? 1 : cap;
+    }
+    c.tpc = (t8 + nt - 1) / nt * R;
+    c.ntiles = (c.dpg + c.tpc - 1) / c.tpc;
+    c.nwork = base * c.ntiles;
+    c.bc_ws = var && c.ntiles > 1;
     size_t off = 0;
-    c.row_off = off, off = cx_align(off + (size_t)(p.batch * p.dim) * rowsums * sizeof(float));
-    c.ck_off = off, off = cx_align(off + (size_t)c.slots * (size_t)c.nch * 2 * (size_t)N * sizeof(float));
-    c.hist_off = off, off = cx_align(off + (size_t)c.slots * (size_t)c.ch * 2 * (size_t)N * sizeof(float));
-    c.ys_off = off, off = cx_align(off + (size_t)c.slots * (size_t)c.ch * sizeof(float));
+    c.state_off = off;
+    if (c.nchunks > 1) off = cx_align(off + (size_t)p.batch * c.nchunks * p.dim * 2 * N * sizeof(float));
+    c.row_off = off, off = cx_align(off + (size_t)p.batch * p.dim * (6 * N + 2) * sizeof(float));
     c.bc_off = off;
-    if (p.b_variable || p.c_variable)
-        off = cx_align(off + (size_t)c.slots * 2 * (size_t)N * 2 * (size_t)p.seqlen * sizeof(float));
+    if (c.bc_ws) off = cx_align(off + (size_t)base * c.ntiles * 2 * N * 2 * L * sizeof(float));
     c.total = off;
     return c;
 }
@@ -105,29 +145,16 @@ static inline cx_plan_t cx_plan(const mvrt_scan_params_t &p, int warp_size)
 struct cx_kparams {
     mvrt_scan_params_t p;
     cx_plan_t c;
-    float *ws_row, *ws_ck, *ws_hist, *ws_ys, *ws_bc;
+    float *ws_state; /* (Bt, nchunks, Dm, N, 2) chunk-start states (chunks >= 1) */
+    float *ws_row;   /* (Bt, Dm, 6N + 2): dA (N, 2), constant dB, constant dC, dD, ddelta_bias */
+    float *ws_bc;    /* (Bt, G, ntiles, 2, N, 2L) variable dB / dC tile partials, or NULL */
 };
 
 /* ---------------------------------------------------------------- helpers */
-static __device__ __forceinline__ float cx_at3(const mvrt_scan_operand_t &o, int64_t i, int64_t j, int64_t k)
-{
-    return ((const float *)o.data)[i * o.stride[0] + j * o.stride[1] + k * o.stride[2]];
-}
-static __device__ __forceinline__ float *cx_ptr3(const mvrt_scan_operand_t &o, int64_t i, int64_t j, int64_t k)
-{
-    return (float *)o.data + i * o.stride[0] + j * o.stride[1] + k * o.stride[2];
-}
 /* the pair (re, im) at index (i, j) of a 2-axis c64 operand */
-static __device__ __forceinline__ float *cx_pair(const mvrt_scan_operand_t &o, int64_t i, int64_t j)
+static __device__ __forceinline__ const float *cx_pair(const mvrt_scan_operand_t &o, int64_t i, int64_t j)
 {
-    return (float *)o.data + 2 * (i * o.stride[0] + j * o.stride[1]);
-}
-/* The step of (b, d, t) after delta_bias and softplus; v before softplus. */
-static __device__ __forceinline__ float cx_step(const mvrt_scan_params_t &p, int64_t b, int64_t d, int64_t t,
-                                                float bias, float &v)
-{
-    v = cx_at3(p.delta, b, d, t) + bias;
-    return p.delta_softplus ? mvrt_softplusf(v) : v;
+    return (const float *)o.data + 2 * (i * o.stride[0] + j * o.stride[1]);
 }
 /* a = exp(dt A) for A = (ar, ai): the hardware exp2, and the hardware
  * sine / cosine of the angle reduced to [-pi, pi] by k 2 pi in two parts
@@ -141,267 +168,532 @@ static __device__ __forceinline__ void cx_decay(float dt, float ar, float ai, fl
     __sincosf(r, &s, &c);
     re = mag * c, im = mag * s;
 }
-static __device__ __forceinline__ float cx_sigmoid(float v) { return 1.f / (1.f + expf(-v)); }
-
-/* Per-lane constants of channel d: A, and constant B / C, of the lane's
- * states; the channel's delta_bias and D (0 where absent). */
-template <int LPR, int SPL> struct cx_row_consts {
-    float ar[SPL], ai[SPL], br[SPL], bi[SPL], cr[SPL], ci[SPL];
-    float bias, Dd;
-    __device__ __forceinline__ void load(const mvrt_scan_params_t &p, int64_t d, int j)
-    {
-        bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
-        Dd = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
-#pragma unroll
-        for (int k = 0; k < SPL; k++) {
-            const int64_t n = j + (int64_t)k * LPR;
-            ar[k] = ai[k] = br[k] = bi[k] = cr[k] = ci[k] = 0.f;
-            if (n >= p.dstate) continue;
-            const float *a = cx_pair(p.A, d, n);
-            ar[k] = a[0], ai[k] = a[1];
-            if (!p.b_variable) {
-                const float *q = cx_pair(p.B, d, n);
-                br[k] = q[0], bi[k] = q[1];
-            }
-            if (!p.c_variable) {
-                const float *q = cx_pair(p.C, d, n);
-                cr[k] = q[0], ci[k] = q[1];
-            }
-        }
-    }
-};
-/* B or C of state n at step t: variable ((re, im) at steps 2t, 2t + 1) or the constant */
-static __device__ __forceinline__ void cx_bc(const mvrt_scan_operand_t &o, int variable, int64_t b, int64_t g,
-                                             int64_t n, int64_t t, float cre, float cim, float &re, float &im)
+/* (xr, xi) = (ar, ai) (xr, xi) + (br, bi) */
+static __device__ __forceinline__ void cx_fma(float ar, float ai, float &xr, float &xi, float br, float bi)
 {
-    if (!variable) {
-        re = cre, im = cim;
-        return;
-    }
-    const float *q = (const float *)o.data + b * o.stride[0] + g * o.stride[1] + n * o.stride[2];
-    re = q[(2 * t) * o.stride[3]];
-    im = q[(2 * t + 1) * o.stride[3]];
+    const float r = fmaf(ar, xr, fmaf(-ai, xi, br)), m = fmaf(ar, xi, fmaf(ai, xr, bi));
+    xr = r, xi = m;
 }
 
-/* One step of row (b, d) for the lane's states: x advanced from x_{t-1}
- * to x_t; returns the lane's part of 2 Re(sum x C). */
-template <int LPR, int SPL>
-static __device__ __forceinline__ float cx_advance(const mvrt_scan_params_t &p, const cx_row_consts<LPR, SPL> &rc,
-                                                   int64_t b, int64_t g, int64_t t, float dt, float uu, int j,
-                                                   float (&xr)[SPL], float (&xi)[SPL])
+/* TM steps of one row of a (Bt, Dm, L) f32 operand from element offset
+ * off (L-stride o.stride[2]); zeros past nv. VEC: vector loads. */
+template <int TM, bool VEC>
+static __device__ __forceinline__ void cx_load(float (&v)[TM], const mvrt_scan_operand_t &o, int64_t off, int nv)
 {
-    float y = 0.f;
+    const float *src = (const float *)o.data + off;
+    if (VEC && nv == TM) {
+        if constexpr (TM == 2) {
+            const float2 a = *reinterpret_cast<const float2 *>(src);
+            v[0] = a.x, v[1] = a.y;
+        } else {
 #pragma unroll
-    for (int k = 0; k < SPL; k++) {
-        const int64_t n = j + (int64_t)k * LPR;
-        if (n >= p.dstate) continue;
-        float ar, ai, br, bi, cr, ci;
-        cx_decay(dt, rc.ar[k], rc.ai[k], ar, ai);
-        cx_bc(p.B, p.b_variable, b, g, n, t, rc.br[k], rc.bi[k], br, bi);
-        cx_bc(p.C, p.c_variable, b, g, n, t, rc.cr[k], rc.ci[k], cr, ci);
-        const float nr = ar * xr[k] - ai * xi[k] + dt * uu * br;
-        const float ni = ar * xi[k] + ai * xr[k] + dt * uu * bi;
-        xr[k] = nr, xi[k] = ni;
-        y += 2.f * (nr * cr - ni * ci);
+            for (int i = 0; i < TM / 4; ++i) {
+                const float4 a = reinterpret_cast<const float4 *>(src)[i];
+                v[4 * i] = a.x, v[4 * i + 1] = a.y, v[4 * i + 2] = a.z, v[4 * i + 3] = a.w;
+            }
+        }
+        return;
     }
-    return y;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) v[i] = i < nv ? src[i * o.stride[2]] : 0.f;
+}
+template <int TM, bool VEC>
+static __device__ __forceinline__ void cx_store(const mvrt_scan_operand_t &o, int64_t off, int nv, const float (&v)[TM])
+{
+    float *dst = (float *)o.data + off;
+    if (VEC && nv == TM) {
+        if constexpr (TM == 2) {
+            *reinterpret_cast<float2 *>(dst) = make_float2(v[0], v[1]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < TM / 4; ++i)
+                reinterpret_cast<float4 *>(dst)[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+        }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+        if (i < nv) dst[i * o.stride[2]] = v[i];
+}
+/* offset of (b, d, step l) in a (Bt, Dm, L) operand */
+static __device__ __forceinline__ int64_t cx_off(const mvrt_scan_operand_t &o, int64_t b, int64_t d, int64_t l)
+{
+    return b * o.stride[0] + d * o.stride[1] + l * o.stride[2];
+}
+
+/* Stages the floats [2 c0, 2 c0 + 64 TM) (steps c0 .. c0 + 32 TM as (re,
+ * im) pairs) of states [s0, s0 + ns) of a variable B or C (base: its
+ * (batch, group) offset) into dst[q][64 TM]; zeros past 2L. All threads
+ * of the block, four loads in flight each. */
+template <int TM>
+static __device__ __forceinline__ void cx_stage(float *dst, const mvrt_scan_operand_t &o, int64_t base, int s0, int ns,
+                                                int64_t c0, int64_t L)
+{
+    constexpr int W = 64 * TM, U = 4;
+    const float *src = (const float *)o.data + base;
+    const int total = ns * W;
+    for (int k0 = threadIdx.x; k0 < total; k0 += MVRT_CX_THREADS * U) {
+        float v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int k = k0 + u * MVRT_CX_THREADS, q = k / W;
+            const int64_t f = 2 * c0 + (k - q * W);
+            v[u] = k < total && f < 2 * L ? src[(int64_t)(s0 + q) * o.stride[2] + f * o.stride[3]] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if (k0 + u * MVRT_CX_THREADS < total) dst[k0 + u * MVRT_CX_THREADS] = v[u];
+    }
+}
+
+/* This lane's TM steps of state n's B or C: from its staged pairs
+ * (variable; `staged` at the lane's first step) or the constant (Dm, N)
+ * c64 value of row d (the same address in every lane). */
+template <int TM>
+static __device__ __forceinline__ void cx_steps(float (&re)[TM], float (&im)[TM], bool variable, const float *staged,
+                                                const mvrt_scan_operand_t &o, int64_t d, int n)
+{
+    if (variable) {
+        float v[2 * TM];
+        lds_vec<2 * TM>(v, staged);
+#pragma unroll
+        for (int i = 0; i < TM; ++i) re[i] = v[2 * i], im[i] = v[2 * i + 1];
+        return;
+    }
+    const float *q = cx_pair(o, d, n);
+    const float r = q[0], m = q[1];
+#pragma unroll
+    for (int i = 0; i < TM; ++i) re[i] = r, im[i] = m;
+}
+
+/* Inclusive scan of the lanes' complex maps x -> a x + b over 32 lanes,
+ * earlier lanes first: afterwards lane i holds the map of lanes 0 .. i
+ * (x -> a (a' x + b') + b for an earlier map (a', b')); 5 rounds, fixed
+ * order. */
+static __device__ __forceinline__ void cx_prefix_maps(float &ar, float &ai, float &br, float &bi, int lane)
+{
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int src = (lane - o) & 31;
+        const float qar = MVRT_SHFL(ar, src, 32), qai = MVRT_SHFL(ai, src, 32);
+        float qbr = MVRT_SHFL(br, src, 32), qbi = MVRT_SHFL(bi, src, 32);
+        if (lane >= o) {
+            cx_fma(ar, ai, qbr, qbi, br, bi); /* a b' + b */
+            br = qbr, bi = qbi;
+            const float nr = ar * qar - ai * qai, ni = ar * qai + ai * qar;
+            ar = nr, ai = ni;
+        }
+    }
+}
+/* The incoming state of this lane from the chunk's start state h (lane
+ * 0: h itself; lane i: the prefix map of lanes 0 .. i-1 applied to h). */
+static __device__ __forceinline__ void cx_incoming(float par, float pai, float pbr, float pbi, float hr, float hi,
+                                                   int lane, float &xr, float &xi)
+{
+    const int src = (lane - 1) & 31;
+    const float ear = MVRT_SHFL(par, src, 32), eai = MVRT_SHFL(pai, src, 32);
+    const float ebr = MVRT_SHFL(pbr, src, 32), ebi = MVRT_SHFL(pbi, src, 32);
+    xr = hr, xi = hi;
+    if (lane > 0) cx_fma(ear, eai, xr, xi, ebr, ebi);
 }
 
 /* ---------------------------------------------------------------- forward */
-/* NP: lanes per unit (0: the whole warp); SPL: states per lane. */
-template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_fwd_kernel(const mvrt_scan_params_t p)
+/* Launch: blockDim MVRT_CX_THREADS, dynamic shared memory plan.fwd_smem,
+ * plan.fwd_work work items (8-row tiles). */
+template <int TM, bool VEC>
+__global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_fwd_kernel(const cx_kparams k)
 {
-    constexpr int LPR = NP ? NP : MVRT_WARP_SIZE, UPW = MVRT_WARP_SIZE / LPR;
-    const int lane = (int)(threadIdx.x % MVRT_WARP_SIZE), j = lane % LPR;
-    const int64_t rows = p.batch * p.dim;
-    const int64_t warp = (int64_t)blockIdx.x * MVRT_CX_WARPS + threadIdx.x / MVRT_WARP_SIZE;
-    if (warp * UPW >= rows) return; /* a whole warp leaves together */
-    int64_t row = warp * UPW + lane / LPR;
-    const bool active = row < rows;
-    if (!active) row = rows - 1; /* computes a copy, stores nothing */
-    const int64_t b = row / p.dim, d = row % p.dim, g = d / (p.dim / p.groups);
-    cx_row_consts<LPR, SPL> rc;
-    rc.load(p, d, j);
-    const float bias = rc.bias, Dd = rc.Dd;
-    float xr[SPL], xi[SPL];
+    constexpr int W = 64 * TM, R = MVRT_CX_ROWS, SB = MVRT_CX_SB;
+    const mvrt_scan_params_t &p = k.p;
+    extern __shared__ float4 cx_smem4[];
+    float *sB = reinterpret_cast<float *>(cx_smem4), *sC = sB + SB * W; /* (SB, W) staged B, C */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, N = (int)p.dstate;
+    float *h0 = sC + SB * W + warp * 2 * N; /* this row's states at the chunk's start, (N, 2) */
+    const int64_t L = p.seqlen, t8 = (k.c.dpg + R - 1) / R;
+    const bool sp = p.delta_softplus != 0, bvar = p.b_variable != 0, cvar = p.c_variable != 0;
+    for (int64_t w = blockIdx.x; w < k.c.fwd_work; w += gridDim.x) {
+        const int64_t b = w / (p.groups * t8), rest = w - b * p.groups * t8, g = rest / t8;
+        const int64_t d = g * k.c.dpg + (rest - g * t8) * R + warp;
+        const bool has_row = d < (g + 1) * k.c.dpg;
+        const int64_t Bg = b * p.B.stride[0] + g * p.B.stride[1], Cg = b * p.C.stride[0] + g * p.C.stride[1];
+        float bias = 0.f, Dv = 0.f;
+        if (has_row) {
+            if (p.delta_bias.data) bias = ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]];
+            if (p.D.data) Dv = ((const float *)p.D.data)[d * p.D.stride[0]];
+            for (int n = lane; n < 2 * N; n += 32) h0[n] = 0.f;
+        }
+        for (int64_t c0 = 0; c0 < L; c0 += 32 * TM) {
+            MVRT_SYNCWARP(); /* lane 31's h0 writes of the chunk before (or the zeros) are seen */
+            const int64_t l0 = c0 + lane * TM, rem = L - l0;
+            const int nv = !has_row || rem <= 0 ? 0 : rem < TM ? (int)rem : TM;
+            float uv[TM], dl[TM], du[TM], y[TM], dl_sum = 0.f;
+            cx_load<TM, VEC>(uv, p.u, cx_off(p.u, b, d, l0), nv);
+            cx_load<TM, VEC>(dl, p.delta, cx_off(p.delta, b, d, l0), nv);
 #pragma unroll
-    for (int k = 0; k < SPL; k++) xr[k] = xi[k] = 0.f;
-    for (int64_t t = 0; t < p.seqlen; t++) {
-        float v;
-        const float dt = cx_step(p, b, d, t, bias, v), uu = cx_at3(p.u, b, d, t);
-        float y = group_sum<LPR>(cx_advance<LPR, SPL>(p, rc, b, g, t, dt, uu, j, xr, xi));
-        if (active && j == 0) {
-            y += Dd * uu;
-            if (p.z.data) {
-                const float z = cx_at3(p.z, b, d, t);
-                y *= z * cx_sigmoid(z);
+            for (int i = 0; i < TM; ++i) {
+                const float v = dl[i] + bias;
+                dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f; /* past L: a = 1, b = 0 */
+                dl_sum += dl[i];
+                du[i] = dl[i] * uv[i];
+                y[i] = 0.f;
             }
-            *cx_ptr3(p.out, b, d, t) = y;
-        }
-    }
-    if (p.last_state.data && active) {
+            for (int s0 = 0; s0 < N; s0 += SB) {
+                const int ns = N - s0 < SB ? N - s0 : SB;
+                if (bvar || cvar) {
+                    __syncthreads(); /* the previous states' reads of sB / sC are done */
+                    if (bvar) cx_stage<TM>(sB, p.B, Bg, s0, ns, c0, L);
+                    if (cvar) cx_stage<TM>(sC, p.C, Cg, s0, ns, c0, L);
+                    __syncthreads();
+                }
+                if (!has_row) continue;
+                for (int q = 0; q < ns; ++q) {
+                    const int n = s0 + q;
+                    const float *An = cx_pair(p.A, d, n);
+                    const float ar = An[0], ai = An[1];
+                    /* read before the shuffles below; lane 31 writes after them */
+                    const float hr0 = h0[2 * n], hi0 = h0[2 * n + 1];
+                    float br[TM], bi[TM], cr[TM], ci[TM], avr[TM], avi[TM], pbr = 0.f, pbi = 0.f;
+                    cx_steps<TM>(br, bi, bvar, sB + q * W + lane * 2 * TM, p.B, d, n);
+                    cx_steps<TM>(cr, ci, cvar, sC + q * W + lane * 2 * TM, p.C, d, n);
 #pragma unroll
-        for (int k = 0; k < SPL; k++) {
-            const int64_t n = j + (int64_t)k * LPR;
-            if (n >= p.dstate) continue;
-            float *s = (float *)p.last_state.data +
-                       2 * (b * p.last_state.stride[0] + d * p.last_state.stride[1] + n * p.last_state.stride[2]);
-            s[0] = xr[k], s[1] = xi[k];
+                    for (int i = 0; i < TM; ++i) {
+                        cx_decay(dl[i], ar, ai, avr[i], avi[i]);
+                        br[i] *= du[i], bi[i] *= du[i];
+                        cx_fma(avr[i], avi[i], pbr, pbi, br[i], bi[i]);
+                    }
+                    float par, pai; /* the product of the lane's a: one exponential, off pb's chain */
+                    cx_decay(dl_sum, ar, ai, par, pai);
+                    cx_prefix_maps(par, pai, pbr, pbi, lane);
+                    float hr, hi;
+                    cx_incoming(par, pai, pbr, pbi, hr0, hi0, lane, hr, hi);
+#pragma unroll
+                    for (int i = 0; i < TM; ++i) {
+                        cx_fma(avr[i], avi[i], hr, hi, br[i], bi[i]);
+                        y[i] += 2.f * (hr * cr[i] - hi * ci[i]);
+                    }
+                    if (lane == 31) h0[2 * n] = hr, h0[2 * n + 1] = hi;
+                }
+            }
+            if (has_row && nv > 0) {
+                float zv[TM];
+                if (p.z.data) cx_load<TM, VEC>(zv, p.z, cx_off(p.z, b, d, l0), nv);
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+                    y[i] += Dv * uv[i];
+                    if (p.z.data) y[i] *= zv[i] * fast_sigmoid(zv[i]);
+                }
+                cx_store<TM, VEC>(p.out, cx_off(p.out, b, d, l0), nv, y);
+            }
         }
+        MVRT_SYNCWARP();
+        if (has_row && p.last_state.data)
+            for (int n = lane; n < N; n += 32) {
+                float *s = (float *)p.last_state.data +
+                           2 * (b * p.last_state.stride[0] + d * p.last_state.stride[1] + n * p.last_state.stride[2]);
+                s[0] = h0[2 * n], s[1] = h0[2 * n + 1];
+            }
+        MVRT_SYNCWARP(); /* h0 is reset for the next row after these reads */
     }
 }
 
 /* ---------------------------------------------------------------- backward */
-template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_bwd_kernel(const cx_kparams k)
+/* A block's sum of variable dB (which 0) or dC (which 1) at state n, float
+ * f of the 2L axis: into its tile's partial (several tiles per group) or
+ * dB / dC; `add`: onto what the tile's earlier rows stored. */
+static __device__ __forceinline__ void cx_store_dbc(const cx_kparams &k, int64_t b, int64_t g, int64_t tile, int which,
+                                                    int n, int64_t f, float v, bool add)
 {
-    constexpr int LPR = NP ? NP : MVRT_WARP_SIZE, UPW = MVRT_WARP_SIZE / LPR;
+    const mvrt_scan_params_t &p = k.p;
+    float *dst;
+    if (k.ws_bc) {
+        dst = k.ws_bc + ((((b * p.groups + g) * k.c.ntiles + tile) * 2 + which) * p.dstate + n) * 2 * p.seqlen + f;
+    } else {
+        const mvrt_scan_operand_t &o = which == 0 ? p.dB : p.dC;
+        dst = (float *)o.data + b * o.stride[0] + g * o.stride[1] + n * o.stride[2] + f * o.stride[3];
+    }
+    *dst = add ? *dst + v : v;
+}
+
+/* Launch: blockDim MVRT_CX_THREADS, dynamic shared memory plan.bwd_smem,
+ * plan.nwork work items; then scan_cx_reduce_rows and (plan.bc_ws)
+ * scan_cx_reduce_bc. */
+template <int TM, bool VEC>
+__global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const cx_kparams k)
+{
+    constexpr int W = 64 * TM, R = MVRT_CX_ROWS, PR = 32 * (2 * TM + 1);
     const mvrt_scan_params_t &p = k.p;
     const cx_plan_t &c = k.c;
-    const int lane = (int)(threadIdx.x % MVRT_WARP_SIZE), j = lane % LPR;
-    const int64_t warp = (int64_t)blockIdx.x * MVRT_CX_WARPS + threadIdx.x / MVRT_WARP_SIZE;
-    if (warp * UPW >= c.units) return; /* a whole warp leaves together */
-    /* slot: the unit's workspace slices; lanes past the last unit have
-     * slices of their own (cx_plan's slots) and compute a copy of it */
-    const int64_t slot = warp * UPW + lane / LPR;
-    const bool active = slot < c.units;
-    const int64_t unit = active ? slot : c.units - 1;
-    const int64_t N = p.dstate, L = p.seqlen, dpg = p.dim / p.groups, N2 = 2 * N;
-    const int64_t b = unit / (p.groups * c.ntiles), g = unit / c.ntiles % p.groups, tile = unit % c.ntiles;
-    const int64_t d0 = g * dpg + tile * c.tpc, d1 = d0 + c.tpc < (g + 1) * dpg ? d0 + c.tpc : (g + 1) * dpg;
-    float *ck = k.ws_ck + slot * c.nch * N2;       /* (nch, N, 2) chunk-start states */
-    float *hist = k.ws_hist + slot * c.ch * N2;    /* (CH, N, 2) states of the chunk */
-    float *ys = k.ws_ys + slot * c.ch;             /* (CH) 2 Re(sum x C) of the chunk */
-    float *bc = k.ws_bc ? k.ws_bc + slot * 2 * N * 2 * L : nullptr; /* (2, N, 2L) variable dB, dC */
-    /* every unit walks tpc channels (the same trip counts in all lanes);
-     * those past its tile's end compute a copy of its last and store nothing */
-    for (int64_t dc = 0; dc < c.tpc; dc++) {
-        const bool first = dc == 0, st = active && d0 + dc < d1;
-        const int64_t d = st ? d0 + dc : d1 - 1;
-        cx_row_consts<LPR, SPL> rc;
-        rc.load(p, d, j);
-        const float bias = rc.bias, Dd = rc.Dd;
-        float xr[SPL], xi[SPL];
+    extern __shared__ float4 cx_smem4[];
+    const int rs = c.rs, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int N = (int)p.dstate, nchunks = c.nchunks, K = 6 * N + 2;
+    const int64_t L = p.seqlen;
+    float *sB = reinterpret_cast<float *>(cx_smem4); /* (rs, W) staged B */
+    float *sC = sB + rs * W;                          /* (rs, W) staged C */
+    float *wB = sC + rs * W;                          /* (R, rs, PR) each row's dB of the round's states */
+    float *wC = wB + R * rs * PR;                     /* (R, rs, PR) dC */
+    float *carry = wC + R * rs * PR + warp * 2 * N;   /* this row's x (pass 1) / mu (pass 2) carry, (N, 2) */
+    const bool sp = p.delta_softplus != 0, bvar = p.b_variable != 0, cvar = p.c_variable != 0, hz = p.z.data != 0;
+    float *wBl = wB + warp * rs * PR + lane * (2 * TM + 1), *wCl = wC + warp * rs * PR + lane * (2 * TM + 1);
+    for (int64_t w = blockIdx.x; w < c.nwork; w += gridDim.x) {
+        const int64_t b = w / (p.groups * c.ntiles), rest = w - b * p.groups * c.ntiles, g = rest / c.ntiles;
+        const int64_t tile = rest - g * c.ntiles, dt0 = g * c.dpg + tile * c.tpc;
+        const int64_t dend = dt0 + c.tpc < (g + 1) * c.dpg ? dt0 + c.tpc : (g + 1) * c.dpg;
+        const int64_t Bg = b * p.B.stride[0] + g * p.B.stride[1], Cg = b * p.C.stride[0] + g * p.C.stride[1];
+        for (int64_t dsub = dt0; dsub < dend; dsub += R) { /* the tile's rows, 8 at a time */
+            const int nrows = dend - dsub < R ? (int)(dend - dsub) : R;
+            const bool has_row = warp < nrows, add = dsub > dt0;
+            const int64_t d = dsub + (has_row ? warp : 0);
+            const float bias =
+                has_row && p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+            const float Dv = has_row && p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+            float *hsave = nchunks > 1 ? k.ws_state + (b * nchunks * p.dim + d) * 2 * N : 0;
+            const int64_t hstep = p.dim * 2 * (int64_t)N;
+            float *rsum = k.ws_row + (b * p.dim + d) * K; /* this row's sums over L */
+
+            /* ---- pass 1: every chunk's start state */
+            for (int n = lane; n < 2 * N; n += 32) carry[n] = 0.f;
+            MVRT_SYNCWARP();
+            for (int ck = 0; ck + 1 < nchunks; ++ck) {
+                const int64_t c0 = (int64_t)ck * 32 * TM, l0 = c0 + lane * TM, rem = L - l0;
+                const int nv = !has_row || rem <= 0 ? 0 : rem < TM ? (int)rem : TM;
+                float du[TM], dl[TM], dl_sum = 0.f;
+                cx_load<TM, VEC>(du, p.u, cx_off(p.u, b, d, l0), nv);
+                cx_load<TM, VEC>(dl, p.delta, cx_off(p.delta, b, d, l0), nv);
 #pragma unroll
-        for (int s = 0; s < SPL; s++) xr[s] = xi[s] = 0.f;
-        /* forward, saving the state before every chunk */
-        for (int64_t t = 0; t < L; t++) {
-            if (t % c.ch == 0) {
-#pragma unroll
-                for (int s = 0; s < SPL; s++) {
-                    const int64_t n = j + (int64_t)s * LPR;
-                    if (n < N) ck[(t / c.ch) * N2 + 2 * n] = xr[s], ck[(t / c.ch) * N2 + 2 * n + 1] = xi[s];
+                for (int i = 0; i < TM; ++i) {
+                    const float v = dl[i] + bias;
+                    dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f;
+                    dl_sum += dl[i];
+                    du[i] *= dl[i]; /* delta' u */
                 }
-            }
-            float v;
-            const float dt = cx_step(p, b, d, t, bias, v);
-            cx_advance<LPR, SPL>(p, rc, b, g, t, dt, cx_at3(p.u, b, d, t), j, xr, xi);
-        }
-        /* backward over the chunks from the end; lam carry = conj(a_{t+1}) lam_{t+1} */
-        float lcr[SPL], lci[SPL], gAr[SPL], gAi[SPL], gBr[SPL], gBi[SPL], gCr[SPL], gCi[SPL];
-#pragma unroll
-        for (int s = 0; s < SPL; s++)
-            lcr[s] = lci[s] = gAr[s] = gAi[s] = gBr[s] = gBi[s] = gCr[s] = gCi[s] = 0.f;
-        float dD = 0.f, dbias = 0.f;
-        for (int64_t kc = c.nch - 1; kc >= 0; kc--) {
-            const int64_t t0 = kc * c.ch, t1 = t0 + c.ch < L ? t0 + c.ch : L;
-#pragma unroll
-            for (int s = 0; s < SPL; s++) {
-                const int64_t n = j + (int64_t)s * LPR;
-                if (n < N) xr[s] = ck[kc * N2 + 2 * n], xi[s] = ck[kc * N2 + 2 * n + 1];
-            }
-            for (int64_t t = t0; t < t1; t++) {
-                float v;
-                const float dt = cx_step(p, b, d, t, bias, v);
-                const float y =
-                    group_sum<LPR>(cx_advance<LPR, SPL>(p, rc, b, g, t, dt, cx_at3(p.u, b, d, t), j, xr, xi));
-                if (j == 0) ys[t - t0] = y;
-#pragma unroll
-                for (int s = 0; s < SPL; s++) {
-                    const int64_t n = j + (int64_t)s * LPR;
-                    if (n < N) hist[(t - t0) * N2 + 2 * n] = xr[s], hist[(t - t0) * N2 + 2 * n + 1] = xi[s];
-                }
-            }
-            for (int64_t t = t1 - 1; t >= t0; t--) {
-                float v;
-                const float dt = cx_step(p, b, d, t, bias, v), uu = cx_at3(p.u, b, d, t);
-                float gt = cx_at3(p.dout, b, d, t);
-                if (p.z.data) {
-                    const float z = cx_at3(p.z, b, d, t), sz = cx_sigmoid(z);
-                    if (st && j == 0) {
-                        const float y = Dd * uu + ys[t - t0]; /* before the gate, D u included */
-                        *cx_ptr3(p.dz, b, d, t) = gt * y * sz * (1.f + z * (1.f - sz));
+                for (int s0 = 0; s0 < N; s0 += rs) {
+                    const int ns = N - s0 < rs ? N - s0 : rs;
+                    if (bvar) {
+                        __syncthreads();
+                        cx_stage<TM>(sB, p.B, Bg, s0, ns, c0, L);
+                        __syncthreads();
                     }
-                    gt *= z * sz;
-                }
-                dD += gt * uu;
-                float du = 0.f, ddt = 0.f;
+                    if (!has_row) continue;
+                    for (int q = 0; q < ns; ++q) {
+                        const int n = s0 + q;
+                        const float *An = cx_pair(p.A, d, n);
+                        const float ar = An[0], ai = An[1];
+                        float br[TM], bi[TM], pbr = 0.f, pbi = 0.f;
+                        cx_steps<TM>(br, bi, bvar, sB + q * W + lane * 2 * TM, p.B, d, n);
 #pragma unroll
-                for (int s = 0; s < SPL; s++) {
-                    const int64_t n = j + (int64_t)s * LPR;
-                    if (n >= N) continue;
-                    float br, bi, cr, ci, ar, ai;
-                    cx_bc(p.B, p.b_variable, b, g, n, t, rc.br[s], rc.bi[s], br, bi);
-                    cx_bc(p.C, p.c_variable, b, g, n, t, rc.cr[s], rc.ci[s], cr, ci);
-                    cx_decay(dt, rc.ar[s], rc.ai[s], ar, ai);
-                    const float *xt = hist + (t - t0) * N2 + 2 * n;
-                    const float *xp = t > t0 ? hist + (t - 1 - t0) * N2 + 2 * n : ck + kc * N2 + 2 * n;
-                    /* lam_t = conj(a_{t+1}) lam_{t+1} + 2 g conj(C_t) */
-                    const float lr = lcr[s] + 2.f * gt * cr, li = lci[s] - 2.f * gt * ci;
-                    const float lb = lr * br + li * bi; /* Re(lam conj(B)) */
-                    du += dt * lb;
-                    /* w = a_t x_{t-1}; Re(lam conj(A w)) */
-                    const float wr = ar * xp[0] - ai * xp[1], wi = ar * xp[1] + ai * xp[0];
-                    const float awr = rc.ar[s] * wr - rc.ai[s] * wi, awi = rc.ar[s] * wi + rc.ai[s] * wr;
-                    ddt += uu * lb + (lr * awr + li * awi);
-                    /* dA += dt conj(w) lam */
-                    gAr[s] += dt * (wr * lr + wi * li);
-                    gAi[s] += dt * (wr * li - wi * lr);
-                    /* dB += dt u lam; dC += 2 g conj(x_t) */
-                    const float sbu = dt * uu, dcr = 2.f * gt * xt[0], dci = -2.f * gt * xt[1];
-                    if (p.b_variable) {
-                        if (st) {
-                            float *q = bc + n * 2 * L + 2 * t;
-                            q[0] = first ? sbu * lr : q[0] + sbu * lr;
-                            q[1] = first ? sbu * li : q[1] + sbu * li;
+                        for (int i = 0; i < TM; ++i) {
+                            float avr, avi;
+                            cx_decay(dl[i], ar, ai, avr, avi);
+                            cx_fma(avr, avi, pbr, pbi, br[i] * du[i], bi[i] * du[i]);
                         }
-                    } else {
-                        gBr[s] += sbu * lr, gBi[s] += sbu * li;
-                    }
-                    if (p.c_variable) {
-                        if (st) {
-                            float *q = bc + (N + n) * 2 * L + 2 * t;
-                            q[0] = first ? dcr : q[0] + dcr;
-                            q[1] = first ? dci : q[1] + dci;
+                        float par, pai;
+                        cx_decay(dl_sum, ar, ai, par, pai);
+                        cx_prefix_maps(par, pai, pbr, pbi, lane);
+                        if (lane == 31) { /* the chunk's map applied to its start state: the next chunk's */
+                            float hr = carry[2 * n], hi = carry[2 * n + 1];
+                            cx_fma(par, pai, hr, hi, pbr, pbi);
+                            carry[2 * n] = hr, carry[2 * n + 1] = hi;
+                            hsave[(ck + 1) * hstep + 2 * n] = hr, hsave[(ck + 1) * hstep + 2 * n + 1] = hi;
                         }
-                    } else {
-                        gCr[s] += dcr, gCi[s] += dci;
                     }
-                    /* carry for t - 1: conj(a_t) lam_t */
-                    lcr[s] = ar * lr + ai * li;
-                    lci[s] = ar * li - ai * lr;
-                }
-                du = Dd * gt + group_sum<LPR>(du);
-                ddt = group_sum<LPR>(ddt);
-                const float dv = p.delta_softplus && v <= 20.f ? ddt * cx_sigmoid(v) : ddt;
-                dbias += dv;
-                if (st && j == 0) {
-                    *cx_ptr3(p.du, b, d, t) = du;
-                    *cx_ptr3(p.ddelta, b, d, t) = dv;
                 }
             }
-        }
-        if (!st) continue;
-        /* the row's parameter sums: (dA, constant dB, constant dC) as (N, 2) each, dD, ddelta_bias */
-        float *rs = k.ws_row + (b * p.dim + d) * (6 * N + 2);
+
+            /* ---- pass 2: chunks in reverse */
+            __threadfence_block(); /* lane 31's saved states (global memory) before the warp's reads below */
+            MVRT_SYNCWARP();
+            for (int n = lane; n < 2 * N; n += 32) carry[n] = 0.f;
+            if (has_row)
+                for (int n = lane; n < K; n += 32) rsum[n] = 0.f;
+            float dD = 0.f, dbias = 0.f;
+            for (int ck = nchunks - 1; ck >= 0; --ck) {
+                MVRT_SYNCWARP(); /* lane 0's carry and sum writes are seen */
+                const int64_t c0 = (int64_t)ck * 32 * TM, l0 = c0 + lane * TM, rem = L - l0;
+                const int nv = !has_row || rem <= 0 ? 0 : rem < TM ? (int)rem : TM;
+                /* per step: du_ = delta' u; s1 = sum_n Re(lam conj B), s2 = sum_n Re(lam conj(A a x_{t-1})),
+                 * y = sum_n 2 Re(x C) */
+                float du_[TM], dl[TM], gv[TM], y[TM], s1[TM], s2[TM], dl_sum = 0.f;
+                cx_load<TM, VEC>(du_, p.u, cx_off(p.u, b, d, l0), nv);
+                cx_load<TM, VEC>(dl, p.delta, cx_off(p.delta, b, d, l0), nv);
+                cx_load<TM, VEC>(gv, p.dout, cx_off(p.dout, b, d, l0), nv);
+                if (hz) { /* g = dout silu(z) */
+                    float zv[TM];
+                    cx_load<TM, VEC>(zv, p.z, cx_off(p.z, b, d, l0), nv);
 #pragma unroll
-        for (int s = 0; s < SPL; s++) {
-            const int64_t n = j + (int64_t)s * LPR;
-            if (n >= N) continue;
-            rs[2 * n] = gAr[s], rs[2 * n + 1] = gAi[s];
-            rs[N2 + 2 * n] = gBr[s], rs[N2 + 2 * n + 1] = gBi[s];
-            rs[2 * N2 + 2 * n] = gCr[s], rs[2 * N2 + 2 * n + 1] = gCi[s];
+                    for (int i = 0; i < TM; ++i) gv[i] *= zv[i] * fast_sigmoid(zv[i]);
+                }
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+                    const float v = dl[i] + bias;
+                    dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f;
+                    dl_sum += dl[i];
+                    du_[i] *= dl[i];
+                    y[i] = s1[i] = s2[i] = 0.f;
+                }
+                const float *hstart = ck > 0 ? hsave + ck * hstep : 0;
+                for (int s0 = 0; s0 < N; s0 += rs) {
+                    const int ns = N - s0 < rs ? N - s0 : rs;
+                    if (bvar || cvar) {
+                        __syncthreads(); /* the round before: staged rows and partials are read */
+                        if (bvar) cx_stage<TM>(sB, p.B, Bg, s0, ns, c0, L);
+                        if (cvar) cx_stage<TM>(sC, p.C, Cg, s0, ns, c0, L);
+                        __syncthreads();
+                    }
+                    if (has_row) {
+#pragma unroll 1
+                        for (int q = 0; q < ns; ++q) {
+                            const int n = s0 + q;
+                            const float *An = cx_pair(p.A, d, n);
+                            const float ar = An[0], ai = An[1];
+                            const float hr0 = hstart ? hstart[2 * n] : 0.f, hi0 = hstart ? hstart[2 * n + 1] : 0.f;
+                            const float mr0 = carry[2 * n], mi0 = carry[2 * n + 1]; /* read before lane 0 writes */
+                            float br[TM], bi[TM], cr[TM], ci[TM], avr[TM], avi[TM], hvr[TM], hvi[TM];
+                            cx_steps<TM>(br, bi, bvar, sB + q * W + lane * 2 * TM, p.B, d, n);
+                            cx_steps<TM>(cr, ci, cvar, sC + q * W + lane * 2 * TM, p.C, d, n);
+                            float pbr = 0.f, pbi = 0.f, qbr = 0.f, qbi = 0.f;
+#pragma unroll
+                            for (int i = 0; i < TM; ++i) {
+                                cx_decay(dl[i], ar, ai, avr[i], avi[i]);
+                                cx_fma(avr[i], avi[i], pbr, pbi, br[i] * du_[i], bi[i] * du_[i]);
+                            }
+                            /* the lane's adjoint map mu_in -> conj(prod a) mu_in + q, from its last step back */
+#pragma unroll
+                            for (int i = TM - 1; i >= 0; --i) {
+                                const float tr = qbr + 2.f * gv[i] * cr[i], ti = qbi - 2.f * gv[i] * ci[i];
+                                qbr = avr[i] * tr + avi[i] * ti, qbi = avr[i] * ti - avi[i] * tr;
+                            }
+                            float par, pai;
+                            cx_decay(dl_sum, ar, ai, par, pai);
+                            float rar = par, rai = -pai;
+#pragma unroll
+                            for (int o = 1; o < 32; o <<= 1) { /* x: prefix over earlier lanes; mu: suffix over later */
+                                const int pf = (lane - o) & 31, sf = (lane + o) & 31;
+                                const float far = MVRT_SHFL(par, pf, 32), fai = MVRT_SHFL(pai, pf, 32);
+                                const float fbr = MVRT_SHFL(pbr, pf, 32), fbi = MVRT_SHFL(pbi, pf, 32);
+                                const float sar = MVRT_SHFL(rar, sf, 32), sai = MVRT_SHFL(rai, sf, 32);
+                                const float sbr = MVRT_SHFL(qbr, sf, 32), sbi = MVRT_SHFL(qbi, sf, 32);
+                                if (lane >= o) {
+                                    float xr = fbr, xi = fbi;
+                                    cx_fma(par, pai, xr, xi, pbr, pbi);
+                                    pbr = xr, pbi = xi;
+                                    const float nr = par * far - pai * fai, ni = par * fai + pai * far;
+                                    par = nr, pai = ni;
+                                }
+                                if (lane + o < 32) {
+                                    float xr = sbr, xi = sbi;
+                                    cx_fma(rar, rai, xr, xi, qbr, qbi);
+                                    qbr = xr, qbi = xi;
+                                    const float nr = rar * sar - rai * sai, ni = rar * sai + rai * sar;
+                                    rar = nr, rai = ni;
+                                }
+                            }
+                            float hinr, hini;
+                            cx_incoming(par, pai, pbr, pbi, hr0, hi0, lane, hinr, hini);
+                            float mur, mui; /* mu entering the lane's last step from the lanes after it */
+                            {
+                                const int sf = (lane + 1) & 31;
+                                const float nar = MVRT_SHFL(rar, sf, 32), nai = MVRT_SHFL(rai, sf, 32);
+                                const float nbr = MVRT_SHFL(qbr, sf, 32), nbi = MVRT_SHFL(qbi, sf, 32);
+                                mur = mr0, mui = mi0;
+                                if (lane < 31) cx_fma(nar, nai, mur, mui, nbr, nbi);
+                            }
+                            {
+                                float hr = hinr, hi = hini;
+#pragma unroll
+                                for (int i = 0; i < TM; ++i) {
+                                    cx_fma(avr[i], avi[i], hr, hi, br[i] * du_[i], bi[i] * du_[i]);
+                                    hvr[i] = hr, hvi[i] = hi;
+                                    if (hz) y[i] += 2.f * (hr * cr[i] - hi * ci[i]);
+                                }
+                            }
+                            float sAr = 0.f, sAi = 0.f, sBr = 0.f, sBi = 0.f, sCr = 0.f, sCi = 0.f;
+                            float *pB = wBl + q * PR, *pC = wCl + q * PR;
+#pragma unroll
+                            for (int i = TM - 1; i >= 0; --i) {
+                                const float hpr = i > 0 ? hvr[i > 0 ? i - 1 : 0] : hinr;
+                                const float hpi = i > 0 ? hvi[i > 0 ? i - 1 : 0] : hini;
+                                /* lam_t = mu + 2 g conj(C_t) */
+                                const float lr = mur + 2.f * gv[i] * cr[i], li = mui - 2.f * gv[i] * ci[i];
+                                /* w = a_t x_{t-1}, A w */
+                                const float wr = avr[i] * hpr - avi[i] * hpi, wi = avr[i] * hpi + avi[i] * hpr;
+                                const float awr = ar * wr - ai * wi, awi = ar * wi + ai * wr;
+                                s1[i] += lr * br[i] + li * bi[i]; /* Re(lam conj(B)) */
+                                s2[i] += lr * awr + li * awi;     /* Re(lam conj(A w)) */
+                                sAr += dl[i] * (wr * lr + wi * li); /* dA += dt conj(w) lam */
+                                sAi += dl[i] * (wr * li - wi * lr);
+                                /* dB += dt u lam; dC += 2 g conj(x_t) */
+                                const float gBr = du_[i] * lr, gBi = du_[i] * li;
+                                const float gCr = 2.f * gv[i] * hvr[i], gCi = -2.f * gv[i] * hvi[i];
+                                if (bvar) pB[2 * i] = gBr, pB[2 * i + 1] = gBi;
+                                else sBr += gBr, sBi += gBi;
+                                if (cvar) pC[2 * i] = gCr, pC[2 * i + 1] = gCi;
+                                else sCr += gCr, sCi += gCi;
+                                /* carry to t - 1: conj(a_t) lam_t */
+                                mur = avr[i] * lr + avi[i] * li, mui = avr[i] * li - avi[i] * lr;
+                            }
+                            if (lane == 0) carry[2 * n] = mur, carry[2 * n + 1] = mui;
+                            sAr = group_sum<32>(sAr), sAi = group_sum<32>(sAi);
+                            if (!bvar) sBr = group_sum<32>(sBr), sBi = group_sum<32>(sBi);
+                            if (!cvar) sCr = group_sum<32>(sCr), sCi = group_sum<32>(sCi);
+                            if (lane == 0) {
+                                rsum[2 * n] += sAr, rsum[2 * n + 1] += sAi;
+                                if (!bvar) rsum[2 * N + 2 * n] += sBr, rsum[2 * N + 2 * n + 1] += sBi;
+                                if (!cvar) rsum[4 * N + 2 * n] += sCr, rsum[4 * N + 2 * n + 1] += sCi;
+                            }
+                        }
+                    }
+                    if (bvar || cvar) { /* the round's dB / dC: the block's rows summed in order */
+                        __syncthreads();
+                        for (int e = threadIdx.x; e < ns * W; e += MVRT_CX_THREADS) {
+                            const int q = e / W, j = e - q * W, step = j >> 1;
+                            const int o = q * PR + (step / TM) * (2 * TM + 1) + 2 * (step % TM) + (j & 1);
+                            if (2 * c0 + j >= 2 * L) continue;
+                            if (bvar) {
+                                float s = 0.f;
+                                for (int r = 0; r < nrows; ++r) s += wB[r * rs * PR + o];
+                                cx_store_dbc(k, b, g, tile, 0, s0 + q, 2 * c0 + j, s, add);
+                            }
+                            if (cvar) {
+                                float s = 0.f;
+                                for (int r = 0; r < nrows; ++r) s += wC[r * rs * PR + o];
+                                cx_store_dbc(k, b, g, tile, 1, s0 + q, 2 * c0 + j, s, add);
+                            }
+                        }
+                    }
+                }
+                if (has_row && nv > 0) {
+                    /* dz = dout silu'(z) (y + D u); z and dout are loaded again rather than kept */
+                    float uv[TM], gdu[TM], gdd[TM], zf[TM];
+                    cx_load<TM, VEC>(uv, p.u, cx_off(p.u, b, d, l0), nv);
+                    if (hz) {
+                        float dv[TM];
+                        cx_load<TM, VEC>(zf, p.z, cx_off(p.z, b, d, l0), nv);
+                        cx_load<TM, VEC>(dv, p.dout, cx_off(p.dout, b, d, l0), nv);
+#pragma unroll
+                        for (int i = 0; i < TM; ++i) {
+                            const float zz = zf[i], sig = fast_sigmoid(zz);
+                            zf[i] = dv[i] * sig * (1.f + zz * (1.f - sig)) * (y[i] + Dv * uv[i]);
+                        }
+                    }
+#pragma unroll
+                    for (int i = 0; i < TM; ++i) {
+                        dD += gv[i] * uv[i];
+                        gdu[i] = dl[i] * s1[i] + Dv * gv[i];
+                        gdd[i] = uv[i] * s1[i] + s2[i];
+                        if (sp) gdd[i] *= -expm1f(-dl[i]); /* softplus' = sigmoid = 1 - exp(-softplus) */
+                        if (i < nv) dbias += gdd[i];
+                    }
+                    cx_store<TM, VEC>(p.du, cx_off(p.du, b, d, l0), nv, gdu);
+                    cx_store<TM, VEC>(p.ddelta, cx_off(p.ddelta, b, d, l0), nv, gdd);
+                    if (hz) cx_store<TM, VEC>(p.dz, cx_off(p.dz, b, d, l0), nv, zf);
+                }
+            }
+            dD = group_sum<32>(dD);
+            dbias = group_sum<32>(dbias);
+            MVRT_SYNCWARP(); /* lane 0's sums are seen */
+            if (has_row && lane == 0) rsum[6 * N] = dD, rsum[6 * N + 1] = dbias;
+            MVRT_SYNCWARP(); /* carry is read before the next rows reset it */
         }
-        if (j == 0) rs[6 * N] = dD, rs[6 * N + 1] = dbias;
     }
 }
 
@@ -423,7 +715,7 @@ __global__ void __launch_bounds__(256) scan_cx_reduce_rows(const cx_kparams k)
     if (which <= 2) {
         const int64_t n = (j % (2 * N)) / 2, part = j % 2;
         const mvrt_scan_operand_t &o = which == 0 ? p.dA : which == 1 ? p.dB : p.dC;
-        cx_pair(o, d, n)[part] = t;
+        ((float *)o.data)[2 * (d * o.stride[0] + n * o.stride[1]) + part] = t;
     } else if (which == 3) {
         ((float *)p.dD.data)[d * p.dD.stride[0]] = t;
     } else {
@@ -431,8 +723,9 @@ __global__ void __launch_bounds__(256) scan_cx_reduce_rows(const cx_kparams k)
     }
 }
 
-/* Variable dB / dC: the units' partials summed over the tiles in tile
- * order; a thread per (batch, group, B or C, state, step of 2L). */
+/* Variable dB / dC of a group split over several tiles: the tiles'
+ * partials summed in tile order; a thread per (batch, group, B or C,
+ * state, float of 2L). */
 __global__ void __launch_bounds__(256) scan_cx_reduce_bc(const cx_kparams k)
 {
     const mvrt_scan_params_t &p = k.p;
@@ -450,55 +743,71 @@ __global__ void __launch_bounds__(256) scan_cx_reduce_bc(const cx_kparams k)
 }
 
 /* ---------------------------------------------------------------- launch */
-static inline unsigned cx_blocks(int64_t items, int64_t per_block)
+/* VEC's conditions: unit L-strides and 8-element aligned rows of every
+ * (Bt, Dm, L) operand the kernel reads or writes. */
+static inline bool cx_vec(const mvrt_scan_params_t &p, bool bwd)
 {
-    return (unsigned)((items + per_block - 1) / per_block);
+    const mvrt_scan_operand_t *rows[] = {&p.u, &p.delta, &p.out, &p.z, &p.dout, &p.du, &p.ddelta, &p.dz};
+    for (const mvrt_scan_operand_t *o : rows) {
+        if (!o->data || (!bwd && (o == &p.dout || o == &p.du || o == &p.ddelta || o == &p.dz))) continue;
+        if (bwd && o == &p.out) continue;
+        if (!wsc_vec_operand(*o, 2, 3, 4)) return false;
+    }
+    return true;
 }
 
-/* kernel<np, spl> for the plan's layout (np 0: the whole warp; below 17
- * states one lane per state, so spl is 1) */
-#define MVRT_CX_BY_LAYOUT(KERNEL, c, grid, block, s, arg)                                \
-    switch ((c).np) {                                                                   \
-    case 1: KERNEL<1, 1><<<grid, block, 0, s>>>(arg); break;                            \
-    case 2: KERNEL<2, 1><<<grid, block, 0, s>>>(arg); break;                            \
-    case 4: KERNEL<4, 1><<<grid, block, 0, s>>>(arg); break;                            \
-    case 8: KERNEL<8, 1><<<grid, block, 0, s>>>(arg); break;                            \
-    case 16: KERNEL<16, 1><<<grid, block, 0, s>>>(arg); break;                          \
-    default:                                                                            \
-        switch ((c).spl) {                                                              \
-        case 1: KERNEL<0, 1><<<grid, block, 0, s>>>(arg); break;                        \
-        case 2: KERNEL<0, 2><<<grid, block, 0, s>>>(arg); break;                        \
-        case 4: KERNEL<0, 4><<<grid, block, 0, s>>>(arg); break;                        \
-        default: KERNEL<0, 8><<<grid, block, 0, s>>>(arg); break;                       \
-        }                                                                               \
-    }
-
-static inline mvrt_gpu_error_t launch_cx_fwd(const mvrt_scan_params_t &p, int warp_size, mvrt_gpu_stream_t s)
+static inline unsigned cx_blocks(int64_t items, int64_t per_block)
 {
-    const cx_plan_t c = cx_plan(p, warp_size);
-    const dim3 grid(cx_blocks(p.batch * p.dim, (int64_t)MVRT_CX_WARPS * c.upw));
-    const dim3 block((unsigned)(MVRT_CX_WARPS * warp_size));
-    MVRT_CX_BY_LAYOUT(scan_cx_fwd_kernel, c, grid, block, s, p);
+    const int64_t n = (items + per_block - 1) / per_block, cap = (int64_t)1 << 30;
+    return (unsigned)(n < cap ? n : cap);
+}
+
+/* Raises the kernel's dynamic shared memory limit where it needs more
+ * than the default, then launches it. */
+template <typename F>
+static mvrt_gpu_error_t cx_launch(F fn, const cx_kparams &k, int64_t nwork, size_t smem, mvrt_gpu_stream_t s)
+{
+    if (smem > 48 * 1024) {
+        const mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)smem);
+        if (e != MVRT_GPU_SUCCESS) return e;
+    }
+    fn<<<grid_for(nwork), MVRT_CX_THREADS, smem, s>>>(k);
     return mvrt_gpu_get_last_error();
 }
 
-/* plan is cx_plan(p, warp_size); the caller checked p.workspace_bytes >= plan.total. */
-static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const cx_plan_t &plan, int warp_size,
-                                             mvrt_gpu_stream_t s)
+static inline mvrt_gpu_error_t launch_cx_fwd(const mvrt_scan_params_t &p, size_t smem_limit, mvrt_gpu_stream_t s)
 {
-    cx_kparams k;
+    cx_kparams k = {};
+    k.p = p;
+    k.c = cx_plan(p, smem_limit, 0);
+    if (k.c.fwd_smem > smem_limit) return MVRT_GPU_ERR_CONFIG;
+    const bool vec = cx_vec(p, false);
+    if (k.c.tmf == 2)
+        return cx_launch(vec ? scan_cx_fwd_kernel<2, true> : scan_cx_fwd_kernel<2, false>, k, k.c.fwd_work,
+                         k.c.fwd_smem, s);
+    return cx_launch(vec ? scan_cx_fwd_kernel<8, true> : scan_cx_fwd_kernel<8, false>, k, k.c.fwd_work,
+                     k.c.fwd_smem, s);
+}
+
+/* plan is cx_plan(p, smem_limit, ...); the caller checked p.workspace_bytes >= plan.total. */
+static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const cx_plan_t &plan, mvrt_gpu_stream_t s)
+{
+    if (plan.rs == 0) return MVRT_GPU_ERR_CONFIG;
+    cx_kparams k = {};
     k.p = p;
     k.c = plan;
     char *ws = (char *)p.workspace;
-    k.ws_row = (float *)(ws + k.c.row_off);
-    k.ws_ck = (float *)(ws + k.c.ck_off);
-    k.ws_hist = (float *)(ws + k.c.hist_off);
-    k.ws_ys = (float *)(ws + k.c.ys_off);
-    k.ws_bc = p.b_variable || p.c_variable ? (float *)(ws + k.c.bc_off) : nullptr;
-    const dim3 grid(cx_blocks(k.c.units, (int64_t)MVRT_CX_WARPS * k.c.upw));
-    const dim3 block((unsigned)(MVRT_CX_WARPS * warp_size));
-    MVRT_CX_BY_LAYOUT(scan_cx_bwd_kernel, k.c, grid, block, s, k);
-    mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
+    k.ws_state = (float *)(ws + plan.state_off);
+    k.ws_row = (float *)(ws + plan.row_off);
+    k.ws_bc = plan.bc_ws ? (float *)(ws + plan.bc_off) : nullptr;
+    const bool vec = cx_vec(p, true);
+    mvrt_gpu_error_t e;
+    if (plan.tmb == 2)
+        e = cx_launch(vec ? scan_cx_bwd_kernel<2, true> : scan_cx_bwd_kernel<2, false>, k, plan.nwork, plan.bwd_smem,
+                      s);
+    else
+        e = cx_launch(vec ? scan_cx_bwd_kernel<4, true> : scan_cx_bwd_kernel<4, false>, k, plan.nwork, plan.bwd_smem,
+                      s);
     if (e != MVRT_GPU_SUCCESS) return e;
     scan_cx_reduce_rows<<<cx_blocks(p.dim * (6 * p.dstate + 2), 256), 256, 0, s>>>(k);
     if ((e = mvrt_gpu_get_last_error()) != MVRT_GPU_SUCCESS) return e;
@@ -508,7 +817,6 @@ static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const 
     }
     return e;
 }
-#undef MVRT_CX_BY_LAYOUT
 
 } /* namespace mvrt_scan_gpu */
 
