@@ -330,7 +330,7 @@ int main(int argc, char **argv)
          * first takes 16-row tiles with dB / dC partials, the second one
          * tile per group written straight to dB. */
         {2, 40, 600, 16, 1, 1, 1, 1, 1, 1, 1},
-        {1, 24, 300, 256, 2, 1, 0, 1, 1, 1, 1},
+        {1, 12, 140, 256, 1, 1, 0, 1, 1, 1, 1},
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof probs / sizeof probs[0] && rc == 0; i++)
