@@ -5,6 +5,8 @@
 # EXTRA_ROWS, scan_mamba_complex.py), `mvrt bench scan --anchor` per dtype and bench_cuda_scan c64.
 # Logs in /tmp/d. Needs .anchor (shared/anchors/README.md) and .golden; not .cutlass (no GEMMs here).
 #   LEASE_SCAN_CTEST  ctest -R selection run while the extension builds (default: complex-A tests)
+#   LEASE_PREBUILT    a build dir carried from the development machine (bin/, lib/): no build here
+#   LEASE_GOLDEN_CX   the complex-A golden file (default .golden/complex_a_cases.safetensors)
 #   LEASE_SCAN_AFTER  a command line run last, GPU alone (e.g. ncu on one row), in $D/after.log
 D=/tmp/d; export B=build-dev; T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
@@ -12,6 +14,20 @@ export PYTHONUNBUFFERED=1 OUT_JSON=$D
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > $D/gpu.txt
 log start; cat $D/gpu.txt >> $D/pipe.log
 ( MAX_JOBS=10 python3 .anchor/build_mamba_ext.py > $D/ext.log 2>&1; echo $? > $D/ext.rc ) &
+if [ -n "$LEASE_PREBUILT" ]; then
+  # mvrt built on the development machine (CUDA compiles there, nothing runs) and carried: its
+  # bin/ and lib/ (RUNPATH points at that machine's build dir, so LD_LIBRARY_PATH finds lib/ here);
+  # the complex-A tests run directly, without CTest's absolute paths
+  B=$LEASE_PREBUILT; export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  PLUGIN=$B/lib/libmvrt_backend_cuda.so; ls -la $PLUGIN >> $D/pipe.log
+  G=${LEASE_GOLDEN_CX:-.golden/complex_a_cases.safetensors}
+  { $B/bin/test_scan_complex --backend cuda; echo "scan_complex_cuda rc $?"
+    MVRT_CUDA_SCAN_CX_BC_MB=1 $B/bin/test_scan_complex --backend cuda; echo "scan_complex_cuda_subtiles rc $?"
+    $B/bin/mvrt check $G --backend cuda; echo "golden_complex_cuda rc $?"
+    $B/bin/mvrt check $G --backend cuda --strided; echo "golden_complex_cuda_strided rc $?"
+  } > $D/ctest.log 2>&1
+  grep -E " rc [0-9]+$" $D/ctest.log >> $D/pipe.log; log "tests done"
+else
 GEN=""; command -v ninja > /dev/null && GEN="-G Ninja"
 cmake $GEN -S . -B $B -DMVRT_GOLDEN_DIR=$PWD/.golden -DMVRT_CUDA_ARCHS=90 -DMVRT_WITH_HIP=OFF \
   -DMVRT_WITH_TF=OFF -DCMAKE_BUILD_TYPE=Release > $D/build.log 2>&1 &&
@@ -21,6 +37,9 @@ log "build rc $?"; grep -E "error" $D/build.log | head -20 >> $D/pipe.log
 PLUGIN=$B/lib/libmvrt_backend_cuda.so; ls -la $PLUGIN >> $D/pipe.log
 ( cd $B && ctest -R "${LEASE_SCAN_CTEST:-complex}" -L cuda --timeout 600 --output-on-failure > $D/ctest.log 2>&1 )
 log "ctest rc $?"; grep -E "tests passed|Failed|\*\*\*|Total Test" $D/ctest.log >> $D/pipe.log
+fi
+# the complex-A rows first (mvrt alone on the GPU while the extension compiles on the CPUs)
+$B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64.log 2>&1; log "bench c64 rc $?"
 while [ ! -f $D/ext.rc ]; do sleep 2; done; log "ext rc $(cat $D/ext.rc): $(tail -1 $D/ext.log)"
 OUT=$D EXTRA_ROWS="16x64x256x128 z:16:64:256:128:1,16x64x256x256 z:16:64:256:256:1,LM L4096 b1 z:1:1536:4096:16:1,LM L8192 b1 z:1:1536:8192:16:1,LM L4096 b8 z:8:1536:4096:16:1,LM L8192 b8 z:8:1536:8192:16:1" \
   python3 .anchor/scan_mamba.py > $D/mamba.log 2>&1; log "scan_mamba rc $?"
@@ -28,7 +47,6 @@ for dt in f32 bf16 f16; do
   $B/bin/mvrt bench scan --backend cuda --dtype $dt --anchor $D/scan_mamba.json > $D/bench_$dt.log 2>&1; log "bench $dt rc $?"
 done
 OUT=$D python3 bench/anchors/scan_mamba_complex.py > $D/mamba_cx.log 2>&1; log "mamba complex rc $?"
-$B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64.log 2>&1
-log "bench c64 rc $?"
+$B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64_2.log 2>&1; log "bench c64 (again) rc $?"
 if [ -n "$LEASE_SCAN_AFTER" ]; then bash -c "$LEASE_SCAN_AFTER" > $D/after.log 2>&1; log "after rc $?"; fi
 log done; touch $D/all.done
