@@ -5,6 +5,7 @@
 # EXTRA_ROWS, scan_mamba_complex.py), `mvrt bench scan --anchor` per dtype and bench_cuda_scan c64.
 # Logs in /tmp/d. Needs .anchor (shared/anchors/README.md) and .golden; not .cutlass (no GEMMs here).
 #   LEASE_SCAN_CTEST  ctest -R selection run while the extension builds (default: complex-A tests)
+#   LEASE_SCAN_CX_ONLY  1: complex A only (mamba's f32 forward and complex backward: build_mamba_cx.py)
 #   LEASE_PREBUILT    a build dir carried from the development machine (bin/, lib/): no build here
 #   LEASE_GOLDEN_CX   the complex-A golden file (default .golden/complex_a_cases.safetensors)
 #   LEASE_SCAN_AFTER  a command line run while the extension compiles (e.g. ncu on one row), in $D/after.log
@@ -13,7 +14,8 @@ log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
 export PYTHONUNBUFFERED=1 OUT_JSON=$D
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > $D/gpu.txt
 log start; cat $D/gpu.txt >> $D/pipe.log
-( MAX_JOBS=10 python3 .anchor/build_mamba_ext.py > $D/ext.log 2>&1; echo $? > $D/ext.rc ) &
+if [ -n "$LEASE_SCAN_CX_ONLY" ]; then EXT=bench/anchors/build_mamba_cx.py; else EXT=.anchor/build_mamba_ext.py; fi
+( MAX_JOBS=10 python3 $EXT > $D/ext.log 2>&1; echo $? > $D/ext.rc ) &
 if [ -n "$LEASE_PREBUILT" ]; then
   # mvrt built on the development machine (CUDA compiles there, nothing runs) and carried: its
   # bin/ and lib/ (RUNPATH points at that machine's build dir, so LD_LIBRARY_PATH finds lib/ here);
@@ -44,6 +46,7 @@ if [ -n "$LEASE_SCAN_AFTER" ]; then bash -c "$LEASE_SCAN_AFTER" > $D/after.log 2
 while [ ! -f $D/ext.rc ]; do sleep 2; done; log "ext rc $(cat $D/ext.rc): $(tail -1 $D/ext.log)"
 OUT=$D python3 bench/anchors/scan_mamba_complex.py > $D/mamba_cx.log 2>&1; log "mamba complex rc $?"
 $B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64_2.log 2>&1; log "bench c64 (again) rc $?"
+[ -n "$LEASE_SCAN_CX_ONLY" ] && { log done; touch $D/all.done; exit 0; }
 OUT=$D EXTRA_ROWS="16x64x256x128 z:16:64:256:128:1,16x64x256x256 z:16:64:256:256:1,LM L4096 b1 z:1:1536:4096:16:1,LM L8192 b1 z:1:1536:8192:16:1,LM L4096 b8 z:8:1536:4096:16:1,LM L8192 b8 z:8:1536:8192:16:1" \
   python3 .anchor/scan_mamba.py > $D/mamba.log 2>&1; log "scan_mamba rc $?"
 for dt in f32 bf16 f16; do
