@@ -6,9 +6,13 @@
  * runtime names used here.
  *
  * Path choice: a complex A (p->complex_a) always takes the complex kernels
- * (selective_scan_gpu_complex.cuh: the chunked warp-scan forward and
- * backward in complex arithmetic, 2 steps per lane for L <= 64, else 8
- * forward / 4 backward; the only kernels that run it). Real A, forward: for few rows of short sequences (at most 4 rows
+ * (the only ones that run it): by default the serial ones
+ * (selective_scan_gpu_complex_serial.cuh: one dependent step at a time per
+ * row); MVRT_CUDA_SCAN_CX=chunked takes the chunked warp-scan forward and
+ * backward in complex arithmetic (selective_scan_gpu_complex.cuh: 2 steps
+ * per lane for L <= 64, else 8 forward / 4 backward), which replace the
+ * serial ones once they have passed `ctest -L cuda` and been measured on a
+ * GPU (written in session 68, when no GPU could be had). Real A, forward: for few rows of short sequences (at most 4 rows
  * per SM, L <= 256, N <= 16) the warp-scan kernel (a block per row,
  * parallel in L: selective_scan_gpu_wscan.cuh); for N > 16, and for few
  * long rows (L >= 1024, at most 24 rows per SM), its chunked form (a warp
@@ -43,7 +47,8 @@
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
  *   MVRT_CUDA_SCAN_LPR=1|2|4     lanes per row of the staged kernel's chunks
- *   MVRT_CUDA_SCAN_CX_BC_MB=N    complex A: cap the backward's variable dB / dC
+ *   MVRT_CUDA_SCAN_CX=chunked    complex A on the chunked warp-scan kernels
+ *   MVRT_CUDA_SCAN_CX_BC_MB=N    complex A (chunked): cap the backward's variable dB / dC
  *                                partials at N MiB (default 512), so that a test
  *                                reaches tiles of several 8-row groups
  * A thread-per-row override (tuning->tpr_override) also selects the general
@@ -54,6 +59,7 @@
 #include <string.h>
 #include "ops/selective_scan/selective_scan_gpu.cuh"
 #include "ops/selective_scan/selective_scan_gpu_complex.cuh"
+#include "ops/selective_scan/selective_scan_gpu_complex_serial.cuh"
 
 using namespace mvrt_scan_gpu;
 
@@ -80,6 +86,7 @@ struct knobs {
     int bwd_t;
     int bwd_lpr;
     size_t cx_bc_bytes;
+    int cx_chunked;
 };
 const knobs &get_knobs()
 {
@@ -108,6 +115,8 @@ const knobs &get_knobs()
         v.bwd_lpr = s ? atoi(s) : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_CX_BC_MB");
         v.cx_bc_bytes = s && atoi(s) > 0 ? (size_t)atoi(s) << 20 : 0;
+        s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_CX");
+        v.cx_chunked = s && strcmp(s, "chunked") == 0;
         return v;
     }();
     return k;
@@ -236,7 +245,9 @@ static config cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_
 extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
-    if (p->complex_a) return launch_cx_fwd(*p, t->smem_limit, s);
+    if (p->complex_a)
+        return get_knobs().cx_chunked ? cx_chunked::launch_cx_fwd(*p, t->smem_limit, s)
+                                       : cx_serial::launch_cx_fwd(*p, t->warp_size, s);
     if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, !get_knobs().wscan_fast_off, t->dependent_launch != 0, s);
     if (use_wscan_chunks(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_chunks_typed, *p, s);
     {
@@ -262,7 +273,9 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
-    if (p->complex_a) return cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes).total;
+    if (p->complex_a)
+        return get_knobs().cx_chunked ? cx_chunked::cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes).total
+                                       : cx_serial::cx_plan(*p, t->warp_size).total;
     if (use_wscan_chunks_bwd(p, t))
         return make_wscan_bwd_ws_layout(*p, make_wscan_bwd_config(*p, t->smem_limit, sm_count())).total;
     if (use_row_bwd(p, t)) {
@@ -295,10 +308,15 @@ static bool bind_workspace(kparams &k, const ws_layout &w, const mvrt_scan_param
 extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
-    if (p->complex_a) {
-        const cx_plan_t plan = cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes);
+    if (p->complex_a && get_knobs().cx_chunked) {
+        const cx_chunked::cx_plan_t plan = cx_chunked::cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes);
         if (p->workspace_bytes < plan.total || p->workspace == NULL) return gpuErrorInvalidValue;
-        return launch_cx_bwd(*p, plan, s);
+        return cx_chunked::launch_cx_bwd(*p, plan, s);
+    }
+    if (p->complex_a) {
+        const cx_serial::cx_plan_t plan = cx_serial::cx_plan(*p, t->warp_size);
+        if (p->workspace_bytes < plan.total || p->workspace == NULL) return gpuErrorInvalidValue;
+        return cx_serial::launch_cx_bwd(*p, plan, t->warp_size, s);
     }
     if (use_wscan_chunks_bwd(p, t)) {
         const wscan_bwd_config c = make_wscan_bwd_config(*p, t->smem_limit, sm_count());

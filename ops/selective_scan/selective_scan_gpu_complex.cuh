@@ -54,6 +54,7 @@
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_CUH
 
 namespace mvrt_scan_gpu {
+namespace cx_chunked {
 
 #define MVRT_CX_ROWS 8                      /* rows (warps of 32 lanes) per block */
 #define MVRT_CX_THREADS (32 * MVRT_CX_ROWS)
@@ -818,6 +819,7 @@ static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const 
     return e;
 }
 
+} /* namespace cx_chunked */
 } /* namespace mvrt_scan_gpu */
 
 #endif
