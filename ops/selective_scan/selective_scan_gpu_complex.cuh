@@ -63,14 +63,6 @@ namespace cx_chunked {
 #define MVRT_CX_BC_BYTES ((size_t)512 << 20) /* variable dB / dC tile partials, at most */
 #define MVRT_CX_SMEM_PAIR ((size_t)110 << 10) /* two blocks fit an SM of 228 KB */
 
-/* what a launch returns for a problem whose per-row carries do not fit
- * the device's shared memory (cx_plan) */
-#if defined(MVRT_GPU_HIP)
-#define MVRT_GPU_ERR_CONFIG hipErrorInvalidConfiguration
-#else
-#define MVRT_GPU_ERR_CONFIG cudaErrorInvalidConfiguration
-#endif
-
 struct cx_plan_t {
     int tmf, tmb;          /* steps per lane: forward, backward */
     int nchunks;           /* backward chunks (32 tmb steps) over L */
@@ -222,6 +214,26 @@ static __device__ __forceinline__ int64_t cx_off(const mvrt_scan_operand_t &o, i
     return b * o.stride[0] + d * o.stride[1] + l * o.stride[2];
 }
 
+/* A lane's TM steps of row (b, d) from step l0 (nv of them valid): u,
+ * and delta turned into the step (delta_bias, softplus; 0 past L, so that
+ * a = 1 and nothing is added there); returns the sum of the steps (the
+ * exponent of the product of the lane's decays). */
+template <int TM, bool VEC>
+static __device__ __forceinline__ float cx_lane_steps(const mvrt_scan_params_t &p, int64_t b, int64_t d, int64_t l0,
+                                                      int nv, float bias, float (&uv)[TM], float (&dl)[TM])
+{
+    cx_load<TM, VEC>(uv, p.u, cx_off(p.u, b, d, l0), nv);
+    cx_load<TM, VEC>(dl, p.delta, cx_off(p.delta, b, d, l0), nv);
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const float v = dl[i] + bias;
+        dl[i] = i < nv ? (p.delta_softplus ? fast_softplus(v) : v) : 0.f;
+        sum += dl[i];
+    }
+    return sum;
+}
+
 /* Stages the floats [2 c0, 2 c0 + 64 TM) (steps c0 .. c0 + 32 TM as (re,
  * im) pairs) of states [s0, s0 + ns) of a variable B or C (base: its
  * (batch, group) offset) into dst[q][64 TM]; zeros past 2L. All threads
@@ -311,7 +323,7 @@ __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_fwd_kernel(const c
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, N = (int)p.dstate;
     float *h0 = sC + SB * W + warp * 2 * N; /* this row's states at the chunk's start, (N, 2) */
     const int64_t L = p.seqlen, t8 = (k.c.dpg + R - 1) / R;
-    const bool sp = p.delta_softplus != 0, bvar = p.b_variable != 0, cvar = p.c_variable != 0;
+    const bool bvar = p.b_variable != 0, cvar = p.c_variable != 0;
     for (int64_t w = blockIdx.x; w < k.c.fwd_work; w += gridDim.x) {
         const int64_t b = w / (p.groups * t8), rest = w - b * p.groups * t8, g = rest / t8;
         const int64_t d = g * k.c.dpg + (rest - g * t8) * R + warp;
@@ -327,14 +339,10 @@ __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_fwd_kernel(const c
             MVRT_SYNCWARP(); /* lane 31's h0 writes of the chunk before (or the zeros) are seen */
             const int64_t l0 = c0 + lane * TM, rem = L - l0;
             const int nv = !has_row || rem <= 0 ? 0 : rem < TM ? (int)rem : TM;
-            float uv[TM], dl[TM], du[TM], y[TM], dl_sum = 0.f;
-            cx_load<TM, VEC>(uv, p.u, cx_off(p.u, b, d, l0), nv);
-            cx_load<TM, VEC>(dl, p.delta, cx_off(p.delta, b, d, l0), nv);
+            float uv[TM], dl[TM], du[TM], y[TM];
+            const float dl_sum = cx_lane_steps<TM, VEC>(p, b, d, l0, nv, bias, uv, dl);
 #pragma unroll
             for (int i = 0; i < TM; ++i) {
-                const float v = dl[i] + bias;
-                dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f; /* past L: a = 1, b = 0 */
-                dl_sum += dl[i];
                 du[i] = dl[i] * uv[i];
                 y[i] = 0.f;
             }
@@ -416,8 +424,7 @@ static __device__ __forceinline__ void cx_store_dbc(const cx_kparams &k, int64_t
 }
 
 /* Launch: blockDim MVRT_CX_THREADS, dynamic shared memory plan.bwd_smem,
- * plan.nwork work items; then scan_cx_reduce_rows and (plan.bc_ws)
- * scan_cx_reduce_bc. */
+ * plan.nwork work items; then launch_cx_reductions. */
 template <int TM, bool VEC>
 __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const cx_kparams k)
 {
@@ -457,16 +464,10 @@ __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const c
             for (int ck = 0; ck + 1 < nchunks; ++ck) {
                 const int64_t c0 = (int64_t)ck * 32 * TM, l0 = c0 + lane * TM, rem = L - l0;
                 const int nv = !has_row || rem <= 0 ? 0 : rem < TM ? (int)rem : TM;
-                float du[TM], dl[TM], dl_sum = 0.f;
-                cx_load<TM, VEC>(du, p.u, cx_off(p.u, b, d, l0), nv);
-                cx_load<TM, VEC>(dl, p.delta, cx_off(p.delta, b, d, l0), nv);
+                float du[TM], dl[TM];
+                const float dl_sum = cx_lane_steps<TM, VEC>(p, b, d, l0, nv, bias, du, dl);
 #pragma unroll
-                for (int i = 0; i < TM; ++i) {
-                    const float v = dl[i] + bias;
-                    dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f;
-                    dl_sum += dl[i];
-                    du[i] *= dl[i]; /* delta' u */
-                }
+                for (int i = 0; i < TM; ++i) du[i] *= dl[i]; /* delta' u */
                 for (int s0 = 0; s0 < N; s0 += rs) {
                     const int ns = N - s0 < rs ? N - s0 : rs;
                     if (bvar) {
@@ -513,9 +514,8 @@ __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const c
                 const int nv = !has_row || rem <= 0 ? 0 : rem < TM ? (int)rem : TM;
                 /* per step: du_ = delta' u; s1 = sum_n Re(lam conj B), s2 = sum_n Re(lam conj(A a x_{t-1})),
                  * y = sum_n 2 Re(x C) */
-                float du_[TM], dl[TM], gv[TM], y[TM], s1[TM], s2[TM], dl_sum = 0.f;
-                cx_load<TM, VEC>(du_, p.u, cx_off(p.u, b, d, l0), nv);
-                cx_load<TM, VEC>(dl, p.delta, cx_off(p.delta, b, d, l0), nv);
+                float du_[TM], dl[TM], gv[TM], y[TM], s1[TM], s2[TM];
+                const float dl_sum = cx_lane_steps<TM, VEC>(p, b, d, l0, nv, bias, du_, dl);
                 cx_load<TM, VEC>(gv, p.dout, cx_off(p.dout, b, d, l0), nv);
                 if (hz) { /* g = dout silu(z) */
                     float zv[TM];
@@ -525,9 +525,6 @@ __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const c
                 }
 #pragma unroll
                 for (int i = 0; i < TM; ++i) {
-                    const float v = dl[i] + bias;
-                    dl[i] = i < nv ? (sp ? fast_softplus(v) : v) : 0.f;
-                    dl_sum += dl[i];
                     du_[i] *= dl[i];
                     y[i] = s1[i] = s2[i] = 0.f;
                 }
@@ -698,9 +695,20 @@ __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const c
     }
 }
 
+/* The backward's fixed-order sums of its partials, shared by both complex
+ * kernel families (selective_scan_gpu_complex_serial.cuh calls
+ * launch_cx_reductions too): ws_row (Bt, Dm, 6N + 2) holds each row's dA
+ * (N, 2), constant dB, constant dC, dD and ddelta_bias; ws_bc (Bt, G,
+ * ntiles, 2, N, 2L), or NULL, the tiles' variable dB / dC partials. */
+struct cx_sums {
+    mvrt_scan_params_t p;
+    const float *ws_row, *ws_bc;
+    int64_t ntiles;
+};
+
 /* dA, constant dB / dC, dD, ddelta_bias: the rows' sums over the batch, in
  * batch order; a thread per (channel, sum). */
-__global__ void __launch_bounds__(256) scan_cx_reduce_rows(const cx_kparams k)
+__global__ void __launch_bounds__(256) scan_cx_reduce_rows(const cx_sums k)
 {
     const mvrt_scan_params_t &p = k.p;
     const int64_t N = p.dstate, per = 6 * N + 2;
@@ -727,7 +735,7 @@ __global__ void __launch_bounds__(256) scan_cx_reduce_rows(const cx_kparams k)
 /* Variable dB / dC of a group split over several tiles: the tiles'
  * partials summed in tile order; a thread per (batch, group, B or C,
  * state, float of 2L). */
-__global__ void __launch_bounds__(256) scan_cx_reduce_bc(const cx_kparams k)
+__global__ void __launch_bounds__(256) scan_cx_reduce_bc(const cx_sums k)
 {
     const mvrt_scan_params_t &p = k.p;
     const int64_t N = p.dstate, S = 2 * p.seqlen;
@@ -736,11 +744,23 @@ __global__ void __launch_bounds__(256) scan_cx_reduce_bc(const cx_kparams k)
     const int64_t s = i % S, n = i / S % N, which = i / (S * N) % 2, bg = i / (S * N * 2);
     if ((which == 0 && !p.b_variable) || (which == 1 && !p.c_variable)) return;
     float t = 0.f;
-    for (int64_t tile = 0; tile < k.c.ntiles; tile++)
-        t += k.ws_bc[((bg * k.c.ntiles + tile) * 2 + which) * N * S + n * S + s];
+    for (int64_t tile = 0; tile < k.ntiles; tile++)
+        t += k.ws_bc[((bg * k.ntiles + tile) * 2 + which) * N * S + n * S + s];
     const mvrt_scan_operand_t &o = which == 0 ? p.dB : p.dC;
     const int64_t b = bg / p.groups, g = bg % p.groups;
     ((float *)o.data)[b * o.stride[0] + g * o.stride[1] + n * o.stride[2] + s * o.stride[3]] = t;
+}
+
+/* Queues both sums (the tiles' one only with ws_bc) on stream s. */
+static inline mvrt_gpu_error_t launch_cx_reductions(const mvrt_scan_params_t &p, const float *ws_row,
+                                                   const float *ws_bc, int64_t ntiles, mvrt_gpu_stream_t s)
+{
+    const cx_sums k = {p, ws_row, ws_bc, ntiles};
+    scan_cx_reduce_rows<<<grid_for((p.dim * (6 * p.dstate + 2) + 255) / 256), 256, 0, s>>>(k);
+    mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
+    if (e != MVRT_GPU_SUCCESS || !ws_bc) return e;
+    scan_cx_reduce_bc<<<grid_for((p.batch * p.groups * 2 * p.dstate * 2 * p.seqlen + 255) / 256), 256, 0, s>>>(k);
+    return mvrt_gpu_get_last_error();
 }
 
 /* ---------------------------------------------------------------- launch */
@@ -757,43 +777,22 @@ static inline bool cx_vec(const mvrt_scan_params_t &p, bool bwd)
     return true;
 }
 
-static inline unsigned cx_blocks(int64_t items, int64_t per_block)
-{
-    const int64_t n = (items + per_block - 1) / per_block, cap = (int64_t)1 << 30;
-    return (unsigned)(n < cap ? n : cap);
-}
-
-/* Raises the kernel's dynamic shared memory limit where it needs more
- * than the default, then launches it. */
-template <typename F>
-static mvrt_gpu_error_t cx_launch(F fn, const cx_kparams &k, int64_t nwork, size_t smem, mvrt_gpu_stream_t s)
-{
-    if (smem > 48 * 1024) {
-        const mvrt_gpu_error_t e = mvrt_gpu_func_set_max_dyn_smem(fn, (int)smem);
-        if (e != MVRT_GPU_SUCCESS) return e;
-    }
-    fn<<<grid_for(nwork), MVRT_CX_THREADS, smem, s>>>(k);
-    return mvrt_gpu_get_last_error();
-}
-
 static inline mvrt_gpu_error_t launch_cx_fwd(const mvrt_scan_params_t &p, size_t smem_limit, mvrt_gpu_stream_t s)
 {
     cx_kparams k = {};
     k.p = p;
     k.c = cx_plan(p, smem_limit, 0);
-    if (k.c.fwd_smem > smem_limit) return MVRT_GPU_ERR_CONFIG;
+    if (k.c.fwd_smem > smem_limit) return gpuErrorInvalidConfiguration;
     const bool vec = cx_vec(p, false);
-    if (k.c.tmf == 2)
-        return cx_launch(vec ? scan_cx_fwd_kernel<2, true> : scan_cx_fwd_kernel<2, false>, k, k.c.fwd_work,
-                         k.c.fwd_smem, s);
-    return cx_launch(vec ? scan_cx_fwd_kernel<8, true> : scan_cx_fwd_kernel<8, false>, k, k.c.fwd_work,
-                     k.c.fwd_smem, s);
+    void (*fn)(const cx_kparams) = k.c.tmf == 2 ? (vec ? scan_cx_fwd_kernel<2, true> : scan_cx_fwd_kernel<2, false>)
+                                                : (vec ? scan_cx_fwd_kernel<8, true> : scan_cx_fwd_kernel<8, false>);
+    return launch_scan_kernel(fn, k, k.c.fwd_work, MVRT_CX_THREADS, k.c.fwd_smem, s);
 }
 
 /* plan is cx_plan(p, smem_limit, ...); the caller checked p.workspace_bytes >= plan.total. */
 static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const cx_plan_t &plan, mvrt_gpu_stream_t s)
 {
-    if (plan.rs == 0) return MVRT_GPU_ERR_CONFIG;
+    if (plan.rs == 0) return gpuErrorInvalidConfiguration;
     cx_kparams k = {};
     k.p = p;
     k.c = plan;
@@ -802,21 +801,10 @@ static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const 
     k.ws_row = (float *)(ws + plan.row_off);
     k.ws_bc = plan.bc_ws ? (float *)(ws + plan.bc_off) : nullptr;
     const bool vec = cx_vec(p, true);
-    mvrt_gpu_error_t e;
-    if (plan.tmb == 2)
-        e = cx_launch(vec ? scan_cx_bwd_kernel<2, true> : scan_cx_bwd_kernel<2, false>, k, plan.nwork, plan.bwd_smem,
-                      s);
-    else
-        e = cx_launch(vec ? scan_cx_bwd_kernel<4, true> : scan_cx_bwd_kernel<4, false>, k, plan.nwork, plan.bwd_smem,
-                      s);
-    if (e != MVRT_GPU_SUCCESS) return e;
-    scan_cx_reduce_rows<<<cx_blocks(p.dim * (6 * p.dstate + 2), 256), 256, 0, s>>>(k);
-    if ((e = mvrt_gpu_get_last_error()) != MVRT_GPU_SUCCESS) return e;
-    if (k.ws_bc) {
-        scan_cx_reduce_bc<<<cx_blocks(p.batch * p.groups * 2 * p.dstate * 2 * p.seqlen, 256), 256, 0, s>>>(k);
-        e = mvrt_gpu_get_last_error();
-    }
-    return e;
+    void (*fn)(const cx_kparams) = plan.tmb == 2 ? (vec ? scan_cx_bwd_kernel<2, true> : scan_cx_bwd_kernel<2, false>)
+                                                 : (vec ? scan_cx_bwd_kernel<4, true> : scan_cx_bwd_kernel<4, false>);
+    const mvrt_gpu_error_t e = launch_scan_kernel(fn, k, plan.nwork, MVRT_CX_THREADS, plan.bwd_smem, s);
+    return e != MVRT_GPU_SUCCESS ? e : launch_cx_reductions(p, k.ws_row, k.ws_bc, plan.ntiles, s);
 }
 
 } /* namespace cx_chunked */

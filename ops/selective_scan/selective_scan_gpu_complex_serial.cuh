@@ -28,9 +28,10 @@
  *     unit's history (workspace), and the adjoint runs back over them.
  *     Variable dB / dC of the unit's channels are summed in channel order
  *     into the unit's own slice of the workspace, then over the tiles in
- *     tile order by scan_cx_reduce_bc; dA, constant dB / dC, dD and
+ *     tile order; dA, constant dB / dC, dD and
  *     ddelta_bias are summed per row into the workspace and over the batch
- *     in batch order by scan_cx_reduce_rows. Every sum has a fixed order:
+ *     in batch order (both by cx_chunked::launch_cx_reductions, shared with
+ *     the chunked kernels). Every sum has a fixed order:
  *     results are bitwise reproducible.
  * The decay exp(dt A) uses the hardware exp2 and sine / cosine after a
  * two-constant reduction of the angle to [-pi, pi] (their error there,
@@ -42,6 +43,8 @@
  * a few hundred MB for any shape. */
 #ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_SERIAL_CUH
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_SERIAL_CUH
+
+#include "selective_scan_gpu_complex.cuh" /* cx_chunked::launch_cx_reductions */
 
 namespace mvrt_scan_gpu {
 namespace cx_serial {
@@ -409,50 +412,6 @@ template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_bwd_ke
     }
 }
 
-/* dA, constant dB / dC, dD, ddelta_bias: the rows' sums over the batch, in
- * batch order; a thread per (channel, sum). */
-__global__ void __launch_bounds__(256) scan_cx_reduce_rows(const cx_kparams k)
-{
-    const mvrt_scan_params_t &p = k.p;
-    const int64_t N = p.dstate, per = 6 * N + 2;
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= p.dim * per) return;
-    const int64_t d = i / per, j = i % per;
-    const int64_t which = j < 6 * N ? j / (2 * N) : 3 + (j - 6 * N); /* 0 dA, 1 dB, 2 dC, 3 dD, 4 dbias */
-    if ((which == 1 && p.b_variable) || (which == 2 && p.c_variable) || (which == 3 && !p.dD.data) ||
-        (which == 4 && !p.ddelta_bias.data))
-        return;
-    float t = 0.f;
-    for (int64_t b = 0; b < p.batch; b++) t += k.ws_row[(b * p.dim + d) * per + j];
-    if (which <= 2) {
-        const int64_t n = (j % (2 * N)) / 2, part = j % 2;
-        const mvrt_scan_operand_t &o = which == 0 ? p.dA : which == 1 ? p.dB : p.dC;
-        cx_pair(o, d, n)[part] = t;
-    } else if (which == 3) {
-        ((float *)p.dD.data)[d * p.dD.stride[0]] = t;
-    } else {
-        ((float *)p.ddelta_bias.data)[d * p.ddelta_bias.stride[0]] = t;
-    }
-}
-
-/* Variable dB / dC: the units' partials summed over the tiles in tile
- * order; a thread per (batch, group, B or C, state, step of 2L). */
-__global__ void __launch_bounds__(256) scan_cx_reduce_bc(const cx_kparams k)
-{
-    const mvrt_scan_params_t &p = k.p;
-    const int64_t N = p.dstate, S = 2 * p.seqlen;
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= p.batch * p.groups * 2 * N * S) return;
-    const int64_t s = i % S, n = i / S % N, which = i / (S * N) % 2, bg = i / (S * N * 2);
-    if ((which == 0 && !p.b_variable) || (which == 1 && !p.c_variable)) return;
-    float t = 0.f;
-    for (int64_t tile = 0; tile < k.c.ntiles; tile++)
-        t += k.ws_bc[((bg * k.c.ntiles + tile) * 2 + which) * N * S + n * S + s];
-    const mvrt_scan_operand_t &o = which == 0 ? p.dB : p.dC;
-    const int64_t b = bg / p.groups, g = bg % p.groups;
-    ((float *)o.data)[b * o.stride[0] + g * o.stride[1] + n * o.stride[2] + s * o.stride[3]] = t;
-}
-
 /* ---------------------------------------------------------------- launch */
 static inline unsigned cx_blocks(int64_t items, int64_t per_block)
 {
@@ -502,15 +461,8 @@ static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const 
     const dim3 grid(cx_blocks(k.c.units, (int64_t)MVRT_CX_WARPS * k.c.upw));
     const dim3 block((unsigned)(MVRT_CX_WARPS * warp_size));
     MVRT_CX_BY_LAYOUT(scan_cx_bwd_kernel, k.c, grid, block, s, k);
-    mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
-    if (e != MVRT_GPU_SUCCESS) return e;
-    scan_cx_reduce_rows<<<cx_blocks(p.dim * (6 * p.dstate + 2), 256), 256, 0, s>>>(k);
-    if ((e = mvrt_gpu_get_last_error()) != MVRT_GPU_SUCCESS) return e;
-    if (k.ws_bc) {
-        scan_cx_reduce_bc<<<cx_blocks(p.batch * p.groups * 2 * p.dstate * 2 * p.seqlen, 256), 256, 0, s>>>(k);
-        e = mvrt_gpu_get_last_error();
-    }
-    return e;
+    const mvrt_gpu_error_t e = mvrt_gpu_get_last_error();
+    return e != MVRT_GPU_SUCCESS ? e : cx_chunked::launch_cx_reductions(p, k.ws_row, k.ws_bc, k.c.ntiles, s);
 }
 #undef MVRT_CX_BY_LAYOUT
 
