@@ -6,13 +6,14 @@
  * runtime names used here.
  *
  * Path choice: a complex A (p->complex_a) always takes the complex kernels
- * (the only ones that run it): by default the serial ones
- * (selective_scan_gpu_complex_serial.cuh: one dependent step at a time per
- * row); MVRT_CUDA_SCAN_CX=chunked takes the chunked warp-scan forward and
- * backward in complex arithmetic (selective_scan_gpu_complex.cuh: 2 steps
- * per lane for L <= 64, else 8 forward / 4 backward), which replace the
- * serial ones once they have passed `ctest -L cuda` and been measured on a
- * GPU (written in session 68, when no GPU could be had). Real A, forward: for few rows of short sequences (at most 4 rows
+ * (the only ones that run it): the forward of many short rows (N <= 16,
+ * L <= 256, at least 128 rows per SM) the row kernel
+ * (selective_scan_gpu_complex_rows.cuh: a lane per state, one step after
+ * the other), every other forward and every backward the chunked
+ * warp-scan kernels in complex arithmetic (selective_scan_gpu_complex.cuh:
+ * 2 steps per lane for L <= 64, else 8 forward / 4 backward);
+ * measurements in docs/performance.md, "Complex A".
+ * Real A, forward: for few rows of short sequences (at most 4 rows
  * per SM, L <= 256, N <= 16) the warp-scan kernel (a block per row,
  * parallel in L: selective_scan_gpu_wscan.cuh); for N > 16, and for few
  * long rows (L >= 1024, at most 24 rows per SM), its chunked form (a warp
@@ -47,8 +48,8 @@
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
  *   MVRT_CUDA_SCAN_LPR=1|2|4     lanes per row of the staged kernel's chunks
- *   MVRT_CUDA_SCAN_CX=chunked    complex A on the chunked warp-scan kernels
- *   MVRT_CUDA_SCAN_CX_BC_MB=N    complex A (chunked): cap the backward's variable dB / dC
+ *   MVRT_CUDA_SCAN_CX=rows|chunked  complex A: that forward wherever it applies
+ *   MVRT_CUDA_SCAN_CX_BC_MB=N    complex A: cap the backward's variable dB / dC
  *                                partials at N MiB (default 512), so that a test
  *                                reaches tiles of several 8-row groups
  * A thread-per-row override (tuning->tpr_override) also selects the general
@@ -59,7 +60,7 @@
 #include <string.h>
 #include "ops/selective_scan/selective_scan_gpu.cuh"
 #include "ops/selective_scan/selective_scan_gpu_complex.cuh"
-#include "ops/selective_scan/selective_scan_gpu_complex_serial.cuh"
+#include "ops/selective_scan/selective_scan_gpu_complex_rows.cuh"
 
 using namespace mvrt_scan_gpu;
 
@@ -86,7 +87,7 @@ struct knobs {
     int bwd_t;
     int bwd_lpr;
     size_t cx_bc_bytes;
-    int cx_chunked;
+    int cx_path; /* complex A, forward: 0 by shape, 1 the row kernel (N <= 16), 2 the chunked kernel */
 };
 const knobs &get_knobs()
 {
@@ -116,7 +117,7 @@ const knobs &get_knobs()
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_CX_BC_MB");
         v.cx_bc_bytes = s && atoi(s) > 0 ? (size_t)atoi(s) << 20 : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_CX");
-        v.cx_chunked = s && strcmp(s, "chunked") == 0;
+        v.cx_path = !s ? 0 : strcmp(s, "rows") == 0 ? 1 : strcmp(s, "chunked") == 0 ? 2 : 0;
         return v;
     }();
     return k;
@@ -230,6 +231,14 @@ lanes_bwd_config lanes_bwd_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_s
 {
     return make_lanes_bwd_config(*p, t->smem_limit, t->warp_size);
 }
+/* complex A, forward: the row kernel for many short rows (cx_rows_preferred
+ * has the measurements), else the chunked one */
+bool use_cx_rows(const mvrt_scan_params_t *p)
+{
+    const int path = get_knobs().cx_path;
+    if (path != 0) return path == 1 && cx_rows::cx_rows_supported(*p);
+    return cx_rows::cx_rows_preferred(*p, sm_count());
+}
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
 {
     const knobs &kn = get_knobs();
@@ -246,8 +255,8 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
                                           gpuStream_t s)
 {
     if (p->complex_a)
-        return get_knobs().cx_chunked ? cx_chunked::launch_cx_fwd(*p, t->smem_limit, s)
-                                       : cx_serial::launch_cx_fwd(*p, t->warp_size, s);
+        return use_cx_rows(p) ? cx_rows::launch_cx_rows_fwd(*p, t->warp_size, s)
+                              : cx::launch_cx_fwd(*p, t->smem_limit, s);
     if (use_wscan(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_typed, *p, !get_knobs().wscan_fast_off, t->dependent_launch != 0, s);
     if (use_wscan_chunks(p, t)) MVRT_SCAN_BY_DTYPE(launch_fwd_wscan_chunks_typed, *p, s);
     {
@@ -273,9 +282,7 @@ extern "C" gpuError_t mvrt_gpu_scan_fwd(const mvrt_scan_params_t *p, const mvrt_
 
 extern "C" size_t mvrt_gpu_scan_bwd_workspace(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t)
 {
-    if (p->complex_a)
-        return get_knobs().cx_chunked ? cx_chunked::cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes).total
-                                       : cx_serial::cx_plan(*p, t->warp_size).total;
+    if (p->complex_a) return cx::cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes).total;
     if (use_wscan_chunks_bwd(p, t))
         return make_wscan_bwd_ws_layout(*p, make_wscan_bwd_config(*p, t->smem_limit, sm_count())).total;
     if (use_row_bwd(p, t)) {
@@ -308,15 +315,10 @@ static bool bind_workspace(kparams &k, const ws_layout &w, const mvrt_scan_param
 extern "C" gpuError_t mvrt_gpu_scan_bwd(const mvrt_scan_params_t *p, const mvrt_gpu_scan_tuning_t *t,
                                           gpuStream_t s)
 {
-    if (p->complex_a && get_knobs().cx_chunked) {
-        const cx_chunked::cx_plan_t plan = cx_chunked::cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes);
-        if (p->workspace_bytes < plan.total || p->workspace == NULL) return gpuErrorInvalidValue;
-        return cx_chunked::launch_cx_bwd(*p, plan, s);
-    }
     if (p->complex_a) {
-        const cx_serial::cx_plan_t plan = cx_serial::cx_plan(*p, t->warp_size);
+        const cx::cx_plan_t plan = cx::cx_plan(*p, t->smem_limit, get_knobs().cx_bc_bytes);
         if (p->workspace_bytes < plan.total || p->workspace == NULL) return gpuErrorInvalidValue;
-        return cx_serial::launch_cx_bwd(*p, plan, t->warp_size, s);
+        return cx::launch_cx_bwd(*p, plan, s);
     }
     if (use_wscan_chunks_bwd(p, t)) {
         const wscan_bwd_config c = make_wscan_bwd_config(*p, t->smem_limit, sm_count());

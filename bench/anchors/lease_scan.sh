@@ -23,11 +23,10 @@ if [ -n "$LEASE_PREBUILT" ]; then
   B=$LEASE_PREBUILT; export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   PLUGIN=$B/lib/libmvrt_backend_cuda.so; ls -la $PLUGIN >> $D/pipe.log
   G=${LEASE_GOLDEN_CX:-.golden/complex_a_cases.safetensors}
-  { export MVRT_CUDA_SCAN_CX=chunked
-    $B/bin/test_scan_complex --backend cuda; echo "scan_complex_cuda_chunked rc $?"
-    MVRT_CUDA_SCAN_CX_BC_MB=1 $B/bin/test_scan_complex --backend cuda; echo "scan_complex_cuda_chunked_subtiles rc $?"
-    $B/bin/mvrt check $G --backend cuda; echo "golden_complex_cuda_chunked rc $?"
-    $B/bin/mvrt check $G --backend cuda --strided; echo "golden_complex_cuda_chunked_strided rc $?"
+  { $B/bin/test_scan_complex --backend cuda; echo "scan_complex_cuda rc $?"
+    MVRT_CUDA_SCAN_CX_BC_MB=1 $B/bin/test_scan_complex --backend cuda; echo "scan_complex_cuda_subtiles rc $?"
+    $B/bin/mvrt check $G --backend cuda; echo "golden_complex_cuda rc $?"
+    $B/bin/mvrt check $G --backend cuda --strided; echo "golden_complex_cuda_strided rc $?"
   } > $D/ctest.log 2>&1
   grep -E " rc [0-9]+$" $D/ctest.log >> $D/pipe.log; log "tests done"
 else
@@ -42,12 +41,11 @@ PLUGIN=$B/lib/libmvrt_backend_cuda.so; ls -la $PLUGIN >> $D/pipe.log
 log "ctest rc $?"; grep -E "tests passed|Failed|\*\*\*|Total Test" $D/ctest.log >> $D/pipe.log
 fi
 # the complex-A rows first (mvrt alone on the GPU while the extension compiles on the CPUs)
-$B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64_serial.log 2>&1; log "bench c64 serial rc $?"
-MVRT_CUDA_SCAN_CX=chunked $B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64.log 2>&1; log "bench c64 chunked rc $?"
+$B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64.log 2>&1; log "bench c64 rc $?"
 if [ -n "$LEASE_SCAN_AFTER" ]; then bash -c "$LEASE_SCAN_AFTER" > $D/after.log 2>&1; log "after rc $?"; fi
 while [ ! -f $D/ext.rc ]; do sleep 2; done; log "ext rc $(cat $D/ext.rc): $(tail -1 $D/ext.log)"
 OUT=$D python3 bench/anchors/scan_mamba_complex.py > $D/mamba_cx.log 2>&1; log "mamba complex rc $?"
-MVRT_CUDA_SCAN_CX=chunked $B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64_2.log 2>&1; log "bench c64 chunked (again) rc $?"
+$B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64_2.log 2>&1; log "bench c64 (again) rc $?"
 [ -n "$LEASE_SCAN_CX_ONLY" ] && { log done; touch $D/all.done; exit 0; }
 OUT=$D EXTRA_ROWS="16x64x256x128 z:16:64:256:128:1,16x64x256x256 z:16:64:256:256:1,LM L4096 b1 z:1:1536:4096:16:1,LM L8192 b1 z:1:1536:8192:16:1,LM L4096 b8 z:8:1536:4096:16:1,LM L8192 b8 z:8:1536:8192:16:1" \
   python3 .anchor/scan_mamba.py > $D/mamba.log 2>&1; log "scan_mamba rc $?"

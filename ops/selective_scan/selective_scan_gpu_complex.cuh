@@ -16,11 +16,11 @@
  * map x -> a x + b, a 5-round shuffle scan over the lanes the incoming
  * state (from the chunk's start state, kept in shared memory), and a
  * second pass x_t and 2 Re(x_t C_t), summed into the lane's outputs in
- * registers. Why: the kernels this replaced walked L one dependent step
- * at a time per row (a unit of lanes per row, its states across lanes),
- * 0.18-0.38x mamba_ssm's forward and 0.04-0.47x its backward on an H200
- * (docs/performance.md, "Complex A"); here the chain per chunk is 2 TM + 5
- * steps instead of 32 TM.
+ * registers. Why: the serial kernels this replaced (sessions 50-68)
+ * walked L one dependent step at a time per row (a unit of lanes per row,
+ * its states across lanes), 0.18-0.38x mamba_ssm's forward and 0.04-0.47x
+ * its backward on an H200 (docs/performance.md, "Complex A"); here the
+ * chain per chunk is 2 TM + 5 steps instead of 32 TM.
  *
  * Backward: pass 1 (more than one chunk) saves each state's value at every
  * chunk start in the workspace; pass 2 walks the chunks backwards and, per
@@ -54,7 +54,7 @@
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_CUH
 
 namespace mvrt_scan_gpu {
-namespace cx_chunked {
+namespace cx {
 
 #define MVRT_CX_ROWS 8                      /* rows (warps of 32 lanes) per block */
 #define MVRT_CX_THREADS (32 * MVRT_CX_ROWS)
@@ -695,9 +695,7 @@ __global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const c
     }
 }
 
-/* The backward's fixed-order sums of its partials, shared by both complex
- * kernel families (selective_scan_gpu_complex_serial.cuh calls
- * launch_cx_reductions too): ws_row (Bt, Dm, 6N + 2) holds each row's dA
+/* The backward's fixed-order sums of its partials: ws_row (Bt, Dm, 6N + 2) holds each row's dA
  * (N, 2), constant dB, constant dC, dD and ddelta_bias; ws_bc (Bt, G,
  * ntiles, 2, N, 2L), or NULL, the tiles' variable dB / dC partials. */
 struct cx_sums {
@@ -807,7 +805,7 @@ static inline mvrt_gpu_error_t launch_cx_bwd(const mvrt_scan_params_t &p, const 
     return e != MVRT_GPU_SUCCESS ? e : launch_cx_reductions(p, k.ws_row, k.ws_bc, plan.ntiles, s);
 }
 
-} /* namespace cx_chunked */
+} /* namespace cx */
 } /* namespace mvrt_scan_gpu */
 
 #endif

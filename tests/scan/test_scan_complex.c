@@ -322,12 +322,12 @@ int main(int argc, char **argv)
         {1, 1, 18, 200, 1, 0, 1, 0, 1, 0, 1},
         {48, 200, 6, 2, 1, 1, 1, 1, 1, 1, 1},
         {40, 240, 5, 3, 2, 1, 0, 1, 0, 1, 1},
-        /* the chunked warp-scan GPU kernels (MVRT_CUDA_SCAN_CX=chunked):
-         * forward chunks of 256 steps (8 per lane) and backward chunks of
-         * 128 (4 per lane), several of each; 8-row blocks with a shorter
+        /* the chunked warp-scan GPU kernels: forward chunks of 256 steps
+         * (8 per lane) and backward chunks of 128 (4 per lane), several of
+         * each; 8-row blocks with a shorter
          * last one; N = 256, the most the runtime takes
          * (MVRT_SCAN_MAX_DSTATE). With MVRT_CUDA_SCAN_CX_BC_MB=1 (ctest
-         * scan_complex_cuda_chunked_subtiles) the first takes 16-row tiles
+         * scan_complex_cuda_subtiles) the first takes 16-row tiles
          * with dB / dC partials, the second one tile per group written
          * straight to dB. */
         {2, 40, 600, 16, 1, 1, 1, 1, 1, 1, 1},

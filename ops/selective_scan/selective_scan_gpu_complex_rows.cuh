@@ -1,0 +1,192 @@
+/* The complex-A forward of many short rows (CUDA and HIP from this one
+ * source): N <= 16, L <= 256 and at least 128 rows per SM (MambaVision's
+ * stages at batch 64-256), where the rows alone fill the GPU many times
+ * over. Every other complex-A forward, and every backward, runs the
+ * chunked warp-scan kernels (selective_scan_gpu_complex.cuh, whose header
+ * has the semantics and the decay's accuracy).
+ *
+ * Layout: LPR consecutive lanes per channel row (the next power of two
+ * >= N), lane j owning state j, so a warp works on MVRT_WARP_SIZE / LPR
+ * rows side by side (4 at N = 8) and walks L one step after the other;
+ * the per-step sum over the states is the fixed butterfly group_sum over
+ * the row's lanes, and nothing else crosses lanes. Lanes past the last
+ * row compute on the last row and store nothing, so every lane takes
+ * every shuffle. Why: per step it does about a third of the chunked
+ * forward's work (no lane maps, no prefix scan over the lanes), which wins
+ * once there are enough rows to hide the step's latency (T s3 at batch
+ * 256: 0.99x mamba_ssm against the chunked kernel's 0.80x; T s4 2.2x
+ * against 1.32x); with few rows or long L the chunked kernel wins by up
+ * to 4x (docs/performance.md, "Complex A"). This is the forward of the
+ * serial kernels of sessions 50-68, unchanged. */
+#ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_ROWS_CUH
+#define MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_ROWS_CUH
+
+#include "selective_scan_gpu_complex.cuh" /* cx::cx_pair, cx::cx_decay */
+
+namespace mvrt_scan_gpu {
+namespace cx_rows {
+
+#define MVRT_CXR_WARPS 4 /* warps per block */
+
+static inline bool cx_rows_supported(const mvrt_scan_params_t &p)
+{
+    return p.dstate >= 1 && p.dstate <= 16 && p.batch * p.dim <= INT32_MAX;
+}
+/* Session 50 (H200) and 69 (H100) against mamba_ssm's complex forward:
+ * the row kernel leads at 40 960 and 81 920 rows of L 196 and 49 (N 8);
+ * the chunked one at 160 rows of L 196, 1 024 of L 256 (N 64) and 1 536
+ * to 12 288 of L 2 048-4 096 (N 16). Between them the row count is the
+ * real row kernels' (selective_scan_gpu_row.cuh), not measured here. */
+static inline bool cx_rows_preferred(const mvrt_scan_params_t &p, int sm_count)
+{
+    return cx_rows_supported(p) && p.seqlen <= 256 && p.batch * p.dim >= 128 * (int64_t)sm_count;
+}
+
+/* ---------------------------------------------------------------- helpers */
+static __device__ __forceinline__ float cx_at3(const mvrt_scan_operand_t &o, int64_t i, int64_t j, int64_t k)
+{
+    return ((const float *)o.data)[i * o.stride[0] + j * o.stride[1] + k * o.stride[2]];
+}
+static __device__ __forceinline__ float *cx_ptr3(const mvrt_scan_operand_t &o, int64_t i, int64_t j, int64_t k)
+{
+    return (float *)o.data + i * o.stride[0] + j * o.stride[1] + k * o.stride[2];
+}
+/* The step of (b, d, t) after delta_bias and softplus; v before softplus. */
+static __device__ __forceinline__ float cx_step(const mvrt_scan_params_t &p, int64_t b, int64_t d, int64_t t,
+                                                float bias, float &v)
+{
+    v = cx_at3(p.delta, b, d, t) + bias;
+    return p.delta_softplus ? mvrt_softplusf(v) : v;
+}
+static __device__ __forceinline__ float cx_sigmoid(float v) { return 1.f / (1.f + expf(-v)); }
+
+/* Per-lane constants of channel d: A, and constant B / C, of the lane's
+ * states; the channel's delta_bias and D (0 where absent). */
+template <int LPR, int SPL> struct cx_row_consts {
+    float ar[SPL], ai[SPL], br[SPL], bi[SPL], cr[SPL], ci[SPL];
+    float bias, Dd;
+    __device__ __forceinline__ void load(const mvrt_scan_params_t &p, int64_t d, int j)
+    {
+        bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+        Dd = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+#pragma unroll
+        for (int k = 0; k < SPL; k++) {
+            const int64_t n = j + (int64_t)k * LPR;
+            ar[k] = ai[k] = br[k] = bi[k] = cr[k] = ci[k] = 0.f;
+            if (n >= p.dstate) continue;
+            const float *a = cx::cx_pair(p.A, d, n);
+            ar[k] = a[0], ai[k] = a[1];
+            if (!p.b_variable) {
+                const float *q = cx::cx_pair(p.B, d, n);
+                br[k] = q[0], bi[k] = q[1];
+            }
+            if (!p.c_variable) {
+                const float *q = cx::cx_pair(p.C, d, n);
+                cr[k] = q[0], ci[k] = q[1];
+            }
+        }
+    }
+};
+/* B or C of state n at step t: variable ((re, im) at steps 2t, 2t + 1) or the constant */
+static __device__ __forceinline__ void cx_bc(const mvrt_scan_operand_t &o, int variable, int64_t b, int64_t g,
+                                             int64_t n, int64_t t, float cre, float cim, float &re, float &im)
+{
+    if (!variable) {
+        re = cre, im = cim;
+        return;
+    }
+    const float *q = (const float *)o.data + b * o.stride[0] + g * o.stride[1] + n * o.stride[2];
+    re = q[(2 * t) * o.stride[3]];
+    im = q[(2 * t + 1) * o.stride[3]];
+}
+
+/* One step of row (b, d) for the lane's states: x advanced from x_{t-1}
+ * to x_t; returns the lane's part of 2 Re(sum x C). */
+template <int LPR, int SPL>
+static __device__ __forceinline__ float cx_advance(const mvrt_scan_params_t &p, const cx_row_consts<LPR, SPL> &rc,
+                                                   int64_t b, int64_t g, int64_t t, float dt, float uu, int j,
+                                                   float (&xr)[SPL], float (&xi)[SPL])
+{
+    float y = 0.f;
+#pragma unroll
+    for (int k = 0; k < SPL; k++) {
+        const int64_t n = j + (int64_t)k * LPR;
+        if (n >= p.dstate) continue;
+        float ar, ai, br, bi, cr, ci;
+        cx::cx_decay(dt, rc.ar[k], rc.ai[k], ar, ai);
+        cx_bc(p.B, p.b_variable, b, g, n, t, rc.br[k], rc.bi[k], br, bi);
+        cx_bc(p.C, p.c_variable, b, g, n, t, rc.cr[k], rc.ci[k], cr, ci);
+        const float nr = ar * xr[k] - ai * xi[k] + dt * uu * br;
+        const float ni = ar * xi[k] + ai * xr[k] + dt * uu * bi;
+        xr[k] = nr, xi[k] = ni;
+        y += 2.f * (nr * cr - ni * ci);
+    }
+    return y;
+}
+
+/* ---------------------------------------------------------------- forward */
+/* NP: lanes per unit (0: the whole warp); SPL: states per lane. */
+template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_rows_fwd_kernel(const mvrt_scan_params_t p)
+{
+    constexpr int LPR = NP ? NP : MVRT_WARP_SIZE, UPW = MVRT_WARP_SIZE / LPR;
+    const int lane = (int)(threadIdx.x % MVRT_WARP_SIZE), j = lane % LPR;
+    const int64_t rows = p.batch * p.dim;
+    const int64_t warp = (int64_t)blockIdx.x * MVRT_CXR_WARPS + threadIdx.x / MVRT_WARP_SIZE;
+    if (warp * UPW >= rows) return; /* a whole warp leaves together */
+    int64_t row = warp * UPW + lane / LPR;
+    const bool active = row < rows;
+    if (!active) row = rows - 1; /* computes a copy, stores nothing */
+    const int64_t b = row / p.dim, d = row % p.dim, g = d / (p.dim / p.groups);
+    cx_row_consts<LPR, SPL> rc;
+    rc.load(p, d, j);
+    const float bias = rc.bias, Dd = rc.Dd;
+    float xr[SPL], xi[SPL];
+#pragma unroll
+    for (int k = 0; k < SPL; k++) xr[k] = xi[k] = 0.f;
+    for (int64_t t = 0; t < p.seqlen; t++) {
+        float v;
+        const float dt = cx_step(p, b, d, t, bias, v), uu = cx_at3(p.u, b, d, t);
+        float y = group_sum<LPR>(cx_advance<LPR, SPL>(p, rc, b, g, t, dt, uu, j, xr, xi));
+        if (active && j == 0) {
+            y += Dd * uu;
+            if (p.z.data) {
+                const float z = cx_at3(p.z, b, d, t);
+                y *= z * cx_sigmoid(z);
+            }
+            *cx_ptr3(p.out, b, d, t) = y;
+        }
+    }
+    if (p.last_state.data && active) {
+#pragma unroll
+        for (int k = 0; k < SPL; k++) {
+            const int64_t n = j + (int64_t)k * LPR;
+            if (n >= p.dstate) continue;
+            float *s = (float *)p.last_state.data +
+                       2 * (b * p.last_state.stride[0] + d * p.last_state.stride[1] + n * p.last_state.stride[2]);
+            s[0] = xr[k], s[1] = xi[k];
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- launch */
+static inline mvrt_gpu_error_t launch_cx_rows_fwd(const mvrt_scan_params_t &p, int warp_size, mvrt_gpu_stream_t s)
+{
+    const int64_t N = p.dstate;
+    const int np = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : 16;
+    const int64_t rows_per_block = (int64_t)MVRT_CXR_WARPS * (warp_size / np);
+    const dim3 grid((unsigned)((p.batch * p.dim + rows_per_block - 1) / rows_per_block));
+    const dim3 block((unsigned)(MVRT_CXR_WARPS * warp_size));
+    switch (np) {
+    case 1: scan_cx_rows_fwd_kernel<1, 1><<<grid, block, 0, s>>>(p); break;
+    case 2: scan_cx_rows_fwd_kernel<2, 1><<<grid, block, 0, s>>>(p); break;
+    case 4: scan_cx_rows_fwd_kernel<4, 1><<<grid, block, 0, s>>>(p); break;
+    case 8: scan_cx_rows_fwd_kernel<8, 1><<<grid, block, 0, s>>>(p); break;
+    default: scan_cx_rows_fwd_kernel<16, 1><<<grid, block, 0, s>>>(p); break;
+    }
+    return mvrt_gpu_get_last_error();
+}
+
+} /* namespace cx_rows */
+} /* namespace mvrt_scan_gpu */
+
+#endif
