@@ -48,7 +48,7 @@
  *   MVRT_CUDA_SCAN_ROWS=32..256  channels per block of the row kernels (forward
  *                                and backward: also moves the backward there)
  *   MVRT_CUDA_SCAN_LPR=1|2|4     lanes per row of the staged kernel's chunks
- *   MVRT_CUDA_SCAN_CX=rows|chunked  complex A: that forward wherever it applies
+ *   MVRT_CUDA_SCAN_CX=rows       complex A: the row forward for every N <= 16
  *   MVRT_CUDA_SCAN_CX_BC_MB=N    complex A: cap the backward's variable dB / dC
  *                                partials at N MiB (default 512), so that a test
  *                                reaches tiles of several 8-row groups
@@ -87,7 +87,7 @@ struct knobs {
     int bwd_t;
     int bwd_lpr;
     size_t cx_bc_bytes;
-    int cx_path; /* complex A, forward: 0 by shape, 1 the row kernel (N <= 16), 2 the chunked kernel */
+    int cx_rows; /* complex A: every forward of N <= 16 on the row kernel */
 };
 const knobs &get_knobs()
 {
@@ -117,7 +117,7 @@ const knobs &get_knobs()
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_CX_BC_MB");
         v.cx_bc_bytes = s && atoi(s) > 0 ? (size_t)atoi(s) << 20 : 0;
         s = getenv(MVRT_GPU_ENV_PREFIX "SCAN_CX");
-        v.cx_path = !s ? 0 : strcmp(s, "rows") == 0 ? 1 : strcmp(s, "chunked") == 0 ? 2 : 0;
+        v.cx_rows = s && strcmp(s, "rows") == 0;
         return v;
     }();
     return k;
@@ -235,8 +235,7 @@ lanes_bwd_config lanes_bwd_cfg_for(const mvrt_scan_params_t *p, const mvrt_gpu_s
  * has the measurements), else the chunked one */
 bool use_cx_rows(const mvrt_scan_params_t *p)
 {
-    const int path = get_knobs().cx_path;
-    if (path != 0) return path == 1 && cx_rows::cx_rows_supported(*p);
+    if (get_knobs().cx_rows) return cx_rows::cx_rows_supported(*p);
     return cx_rows::cx_rows_preferred(*p, sm_count());
 }
 row_config row_cfg_for(const mvrt_scan_params_t *p, int bwd, const mvrt_gpu_scan_tuning_t *t)
