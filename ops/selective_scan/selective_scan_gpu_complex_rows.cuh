@@ -13,11 +13,10 @@
  * row compute on the last row and store nothing, so every lane takes
  * every shuffle. Why: per step it does about a third of the chunked
  * forward's work (no lane maps, no prefix scan over the lanes), which wins
- * once there are enough rows to hide the step's latency (T s3 at batch
- * 256: 0.99x mamba_ssm against the chunked kernel's 0.80x; T s4 2.2x
- * against 1.32x); with few rows or long L the chunked kernel wins by up
- * to 4x (docs/performance.md, "Complex A"). This is the forward of the
- * serial kernels of sessions 50-68, unchanged. */
+ * once there are enough rows to hide the step's latency; with few rows
+ * or long L the chunked kernel wins by up to 4x (cx_rows_preferred;
+ * docs/performance.md, "Complex A"). This is the forward of the serial
+ * kernels of sessions 50-68, unchanged. */
 #ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_ROWS_CUH
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_ROWS_CUH
 
@@ -32,11 +31,13 @@ static inline bool cx_rows_supported(const mvrt_scan_params_t &p)
 {
     return p.dstate >= 1 && p.dstate <= 16 && p.batch * p.dim <= INT32_MAX;
 }
-/* Session 50 (H200) and 69 (H100) against mamba_ssm's complex forward:
- * the row kernel leads at 40 960 and 81 920 rows of L 196 and 49 (N 8);
- * the chunked one at 160 rows of L 196, 1 024 of L 256 (N 64) and 1 536
- * to 12 288 of L 2 048-4 096 (N 16). Between them the row count is the
- * real row kernels' (selective_scan_gpu_row.cuh), not measured here. */
+/* One H100, one call (session 69), against mamba_ssm's complex forward:
+ * this kernel 1.00x / 2.31x / 0.94x at 40 960 / 81 920 / 25 088 rows of
+ * L 196 / 49 / 196 (N 8), the chunked one 0.82x / 1.35x / 0.83x; the
+ * chunked one leads at 160 rows of L 196 (1.29x against 0.36x), 1 024 of
+ * L 256 (N 64) and 1 536-12 288 of L 2 048-4 096 (N 16) by 3-4x. Between
+ * them the row count is the real row kernels' (selective_scan_gpu_row.cuh),
+ * not measured here. */
 static inline bool cx_rows_preferred(const mvrt_scan_params_t &p, int sm_count)
 {
     return cx_rows_supported(p) && p.seqlen <= 256 && p.batch * p.dim >= 128 * (int64_t)sm_count;
