@@ -9,6 +9,9 @@
 #   LEASE_PREBUILT    a build dir carried from the development machine (bin/, lib/): no build here
 #   LEASE_GOLDEN_CX   the complex-A golden file (default .golden/complex_a_cases.safetensors)
 #   LEASE_SCAN_AFTER  a command line run while the extension compiles (e.g. ncu on one row), in $D/after.log
+#   LEASE_SCAN_VARIANTS  a carried folder of plugins built with other compile-time constants
+#                     (libmvrt_backend_cuda_NAME.so, or *.tar.xz of them): `bench_cuda_scan c64` with each, before and
+#                     after mamba's kernel, in $D/c64_NAME_1.log and _2.log (session 69 timed two so)
 D=/tmp/d; export B=build-dev; T0=$(date +%s)
 log() { echo "=== [$(( $(date +%s) - T0 ))s] $*" | tee -a $D/pipe.log; }
 export PYTHONUNBUFFERED=1 OUT_JSON=$D
@@ -42,10 +45,21 @@ log "ctest rc $?"; grep -E "tests passed|Failed|\*\*\*|Total Test" $D/ctest.log 
 fi
 # the complex-A rows first (mvrt alone on the GPU while the extension compiles on the CPUs)
 $B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64.log 2>&1; log "bench c64 rc $?"
+variants() { # $1: run number
+  [ -n "$LEASE_SCAN_VARIANTS" ] || return 0
+  [ "$1" != 1 ] || for t in "$LEASE_SCAN_VARIANTS"/*.tar.xz; do [ -f "$t" ] && tar xJf "$t" -C "$LEASE_SCAN_VARIANTS"; done
+  for v in "$LEASE_SCAN_VARIANTS"/libmvrt_backend_cuda_*.so; do
+    [ -f "$v" ] || continue
+    n=${v##*/libmvrt_backend_cuda_}; n=${n%.so}
+    $B/bin/bench_cuda_scan "$v" c64 > $D/c64_${n}_$1.log 2>&1; log "bench c64 $n ($1) rc $?"
+  done
+}
+variants 1
 if [ -n "$LEASE_SCAN_AFTER" ]; then bash -c "$LEASE_SCAN_AFTER" > $D/after.log 2>&1; log "after rc $?"; fi
 while [ ! -f $D/ext.rc ]; do sleep 2; done; log "ext rc $(cat $D/ext.rc): $(tail -1 $D/ext.log)"
 OUT=$D python3 bench/anchors/scan_mamba_complex.py > $D/mamba_cx.log 2>&1; log "mamba complex rc $?"
 $B/bin/bench_cuda_scan $PLUGIN c64 > $D/bench_c64_2.log 2>&1; log "bench c64 (again) rc $?"
+variants 2
 [ -n "$LEASE_SCAN_CX_ONLY" ] && { log done; touch $D/all.done; exit 0; }
 OUT=$D EXTRA_ROWS="16x64x256x128 z:16:64:256:128:1,16x64x256x256 z:16:64:256:256:1,LM L4096 b1 z:1:1536:4096:16:1,LM L8192 b1 z:1:1536:8192:16:1,LM L4096 b8 z:8:1536:4096:16:1,LM L8192 b8 z:8:1536:8192:16:1" \
   python3 .anchor/scan_mamba.py > $D/mamba.log 2>&1; log "scan_mamba rc $?"

@@ -56,7 +56,20 @@
 namespace mvrt_scan_gpu {
 namespace cx {
 
+/* Compile-time constants; the first four may be set with -D to build a
+ * variant plugin for timing (bench/anchors/README.md, LEASE_SCAN_VARIANTS). */
+#ifndef MVRT_CX_ROWS
 #define MVRT_CX_ROWS 8                      /* rows (warps of 32 lanes) per block */
+#endif
+#ifndef MVRT_CX_TMF
+#define MVRT_CX_TMF 8 /* forward steps per lane for L > 64 (a multiple of 4) */
+#endif
+#ifndef MVRT_CX_FWD_MINB
+#define MVRT_CX_FWD_MINB 2 /* forward blocks per SM the registers must allow */
+#endif
+#ifndef MVRT_CX_BWD_MINB
+#define MVRT_CX_BWD_MINB 2 /* backward blocks per SM the registers must allow */
+#endif
 #define MVRT_CX_THREADS (32 * MVRT_CX_ROWS)
 #define MVRT_CX_SB 8                        /* forward: states staged per round */
 #define MVRT_CX_RS_MAX 4                    /* backward: states per round, at most */
@@ -100,7 +113,7 @@ static inline cx_plan_t cx_plan(const mvrt_scan_params_t &p, size_t smem_limit, 
 {
     cx_plan_t c = {};
     const int64_t N = p.dstate, L = p.seqlen, R = MVRT_CX_ROWS;
-    c.tmf = L <= 64 ? 2 : 8;
+    c.tmf = L <= 64 ? 2 : MVRT_CX_TMF;
     c.tmb = L <= 64 ? 2 : 4;
     c.nchunks = (int)((L + 32 * c.tmb - 1) / (32 * c.tmb));
     c.fwd_smem = cx_fwd_smem(c.tmf, N);
@@ -314,7 +327,7 @@ static __device__ __forceinline__ void cx_incoming(float par, float pai, float p
 /* Launch: blockDim MVRT_CX_THREADS, dynamic shared memory plan.fwd_smem,
  * plan.fwd_work work items (8-row tiles). */
 template <int TM, bool VEC>
-__global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_fwd_kernel(const cx_kparams k)
+__global__ void __launch_bounds__(MVRT_CX_THREADS, MVRT_CX_FWD_MINB) scan_cx_fwd_kernel(const cx_kparams k)
 {
     constexpr int W = 64 * TM, R = MVRT_CX_ROWS, SB = MVRT_CX_SB;
     const mvrt_scan_params_t &p = k.p;
@@ -426,7 +439,7 @@ static __device__ __forceinline__ void cx_store_dbc(const cx_kparams &k, int64_t
 /* Launch: blockDim MVRT_CX_THREADS, dynamic shared memory plan.bwd_smem,
  * plan.nwork work items; then launch_cx_reductions. */
 template <int TM, bool VEC>
-__global__ void __launch_bounds__(MVRT_CX_THREADS, 2) scan_cx_bwd_kernel(const cx_kparams k)
+__global__ void __launch_bounds__(MVRT_CX_THREADS, MVRT_CX_BWD_MINB) scan_cx_bwd_kernel(const cx_kparams k)
 {
     constexpr int W = 64 * TM, R = MVRT_CX_ROWS, PR = 32 * (2 * TM + 1);
     const mvrt_scan_params_t &p = k.p;
@@ -782,8 +795,9 @@ static inline mvrt_gpu_error_t launch_cx_fwd(const mvrt_scan_params_t &p, size_t
     k.c = cx_plan(p, smem_limit, 0);
     if (k.c.fwd_smem > smem_limit) return gpuErrorInvalidConfiguration;
     const bool vec = cx_vec(p, false);
+    constexpr int TM = MVRT_CX_TMF;
     void (*fn)(const cx_kparams) = k.c.tmf == 2 ? (vec ? scan_cx_fwd_kernel<2, true> : scan_cx_fwd_kernel<2, false>)
-                                                : (vec ? scan_cx_fwd_kernel<8, true> : scan_cx_fwd_kernel<8, false>);
+                                                : (vec ? scan_cx_fwd_kernel<TM, true> : scan_cx_fwd_kernel<TM, false>);
     return launch_scan_kernel(fn, k, k.c.fwd_work, MVRT_CX_THREADS, k.c.fwd_smem, s);
 }
 
