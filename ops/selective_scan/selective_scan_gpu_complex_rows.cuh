@@ -16,11 +16,12 @@
  * once there are enough rows to hide the step's latency; with few rows
  * or long L the chunked kernel wins by up to 4x (cx_rows_preferred;
  * docs/performance.md, "Complex A"). This is the forward of the serial
- * kernels of sessions 50-68, unchanged. */
+ * kernels of sessions 50-68 for N <= 16 (one state a lane), with its
+ * arithmetic in the same order. */
 #ifndef MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_ROWS_CUH
 #define MVRT_OPS_SELECTIVE_SCAN_GPU_COMPLEX_ROWS_CUH
 
-#include "selective_scan_gpu_complex.cuh" /* cx::cx_pair, cx::cx_decay */
+#include "selective_scan_gpu_complex.cuh" /* cx::cx_pair, cx::cx_off, cx::cx_decay */
 
 namespace mvrt_scan_gpu {
 namespace cx_rows {
@@ -44,50 +45,6 @@ static inline bool cx_rows_preferred(const mvrt_scan_params_t &p, int sm_count)
 }
 
 /* ---------------------------------------------------------------- helpers */
-static __device__ __forceinline__ float cx_at3(const mvrt_scan_operand_t &o, int64_t i, int64_t j, int64_t k)
-{
-    return ((const float *)o.data)[i * o.stride[0] + j * o.stride[1] + k * o.stride[2]];
-}
-static __device__ __forceinline__ float *cx_ptr3(const mvrt_scan_operand_t &o, int64_t i, int64_t j, int64_t k)
-{
-    return (float *)o.data + i * o.stride[0] + j * o.stride[1] + k * o.stride[2];
-}
-/* The step of (b, d, t) after delta_bias and softplus; v before softplus. */
-static __device__ __forceinline__ float cx_step(const mvrt_scan_params_t &p, int64_t b, int64_t d, int64_t t,
-                                                float bias, float &v)
-{
-    v = cx_at3(p.delta, b, d, t) + bias;
-    return p.delta_softplus ? mvrt_softplusf(v) : v;
-}
-static __device__ __forceinline__ float cx_sigmoid(float v) { return 1.f / (1.f + expf(-v)); }
-
-/* Per-lane constants of channel d: A, and constant B / C, of the lane's
- * states; the channel's delta_bias and D (0 where absent). */
-template <int LPR, int SPL> struct cx_row_consts {
-    float ar[SPL], ai[SPL], br[SPL], bi[SPL], cr[SPL], ci[SPL];
-    float bias, Dd;
-    __device__ __forceinline__ void load(const mvrt_scan_params_t &p, int64_t d, int j)
-    {
-        bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
-        Dd = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
-#pragma unroll
-        for (int k = 0; k < SPL; k++) {
-            const int64_t n = j + (int64_t)k * LPR;
-            ar[k] = ai[k] = br[k] = bi[k] = cr[k] = ci[k] = 0.f;
-            if (n >= p.dstate) continue;
-            const float *a = cx::cx_pair(p.A, d, n);
-            ar[k] = a[0], ai[k] = a[1];
-            if (!p.b_variable) {
-                const float *q = cx::cx_pair(p.B, d, n);
-                br[k] = q[0], bi[k] = q[1];
-            }
-            if (!p.c_variable) {
-                const float *q = cx::cx_pair(p.C, d, n);
-                cr[k] = q[0], ci[k] = q[1];
-            }
-        }
-    }
-};
 /* B or C of state n at step t: variable ((re, im) at steps 2t, 2t + 1) or the constant */
 static __device__ __forceinline__ void cx_bc(const mvrt_scan_operand_t &o, int variable, int64_t b, int64_t g,
                                              int64_t n, int64_t t, float cre, float cim, float &re, float &im)
@@ -101,71 +58,67 @@ static __device__ __forceinline__ void cx_bc(const mvrt_scan_operand_t &o, int v
     im = q[(2 * t + 1) * o.stride[3]];
 }
 
-/* One step of row (b, d) for the lane's states: x advanced from x_{t-1}
- * to x_t; returns the lane's part of 2 Re(sum x C). */
-template <int LPR, int SPL>
-static __device__ __forceinline__ float cx_advance(const mvrt_scan_params_t &p, const cx_row_consts<LPR, SPL> &rc,
-                                                   int64_t b, int64_t g, int64_t t, float dt, float uu, int j,
-                                                   float (&xr)[SPL], float (&xi)[SPL])
-{
-    float y = 0.f;
-#pragma unroll
-    for (int k = 0; k < SPL; k++) {
-        const int64_t n = j + (int64_t)k * LPR;
-        if (n >= p.dstate) continue;
-        float ar, ai, br, bi, cr, ci;
-        cx::cx_decay(dt, rc.ar[k], rc.ai[k], ar, ai);
-        cx_bc(p.B, p.b_variable, b, g, n, t, rc.br[k], rc.bi[k], br, bi);
-        cx_bc(p.C, p.c_variable, b, g, n, t, rc.cr[k], rc.ci[k], cr, ci);
-        const float nr = ar * xr[k] - ai * xi[k] + dt * uu * br;
-        const float ni = ar * xi[k] + ai * xr[k] + dt * uu * bi;
-        xr[k] = nr, xi[k] = ni;
-        y += 2.f * (nr * cr - ni * ci);
-    }
-    return y;
-}
-
 /* ---------------------------------------------------------------- forward */
-/* NP: lanes per unit (0: the whole warp); SPL: states per lane. */
-template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_rows_fwd_kernel(const mvrt_scan_params_t p)
+/* LPR: lanes per row (a power of two, N <= LPR <= 16); state j is lane j
+ * of its row. Launch: MVRT_CXR_WARPS warps per block. */
+template <int LPR> __global__ void __launch_bounds__(256) scan_cx_rows_fwd_kernel(const mvrt_scan_params_t p)
 {
-    constexpr int LPR = NP ? NP : MVRT_WARP_SIZE, UPW = MVRT_WARP_SIZE / LPR;
+    constexpr int RPW = MVRT_WARP_SIZE / LPR; /* rows per warp */
     const int lane = (int)(threadIdx.x % MVRT_WARP_SIZE), j = lane % LPR;
     const int64_t rows = p.batch * p.dim;
     const int64_t warp = (int64_t)blockIdx.x * MVRT_CXR_WARPS + threadIdx.x / MVRT_WARP_SIZE;
-    if (warp * UPW >= rows) return; /* a whole warp leaves together */
-    int64_t row = warp * UPW + lane / LPR;
+    if (warp * RPW >= rows) return; /* a whole warp leaves together */
+    int64_t row = warp * RPW + lane / LPR;
     const bool active = row < rows;
     if (!active) row = rows - 1; /* computes a copy, stores nothing */
     const int64_t b = row / p.dim, d = row % p.dim, g = d / (p.dim / p.groups);
-    cx_row_consts<LPR, SPL> rc;
-    rc.load(p, d, j);
-    const float bias = rc.bias, Dd = rc.Dd;
-    float xr[SPL], xi[SPL];
-#pragma unroll
-    for (int k = 0; k < SPL; k++) xr[k] = xi[k] = 0.f;
+    /* the row's delta_bias and D; the lane's A and constant B / C (0 past N) */
+    const float bias = p.delta_bias.data ? ((const float *)p.delta_bias.data)[d * p.delta_bias.stride[0]] : 0.f;
+    const float Dd = p.D.data ? ((const float *)p.D.data)[d * p.D.stride[0]] : 0.f;
+    const bool has_state = j < p.dstate;
+    float ar = 0.f, ai = 0.f, cbr = 0.f, cbi = 0.f, ccr = 0.f, cci = 0.f;
+    if (has_state) {
+        const float *a = cx::cx_pair(p.A, d, j);
+        ar = a[0], ai = a[1];
+        if (!p.b_variable) {
+            const float *q = cx::cx_pair(p.B, d, j);
+            cbr = q[0], cbi = q[1];
+        }
+        if (!p.c_variable) {
+            const float *q = cx::cx_pair(p.C, d, j);
+            ccr = q[0], cci = q[1];
+        }
+    }
+    float xr = 0.f, xi = 0.f;
     for (int64_t t = 0; t < p.seqlen; t++) {
-        float v;
-        const float dt = cx_step(p, b, d, t, bias, v), uu = cx_at3(p.u, b, d, t);
-        float y = group_sum<LPR>(cx_advance<LPR, SPL>(p, rc, b, g, t, dt, uu, j, xr, xi));
+        const float v = ((const float *)p.delta.data)[cx::cx_off(p.delta, b, d, t)] + bias;
+        const float dt = p.delta_softplus ? mvrt_softplusf(v) : v;
+        const float uu = ((const float *)p.u.data)[cx::cx_off(p.u, b, d, t)];
+        float y = 0.f;
+        if (has_state) {
+            float dar, dai, br, bi, cr, ci;
+            cx::cx_decay(dt, ar, ai, dar, dai);
+            cx_bc(p.B, p.b_variable, b, g, j, t, cbr, cbi, br, bi);
+            cx_bc(p.C, p.c_variable, b, g, j, t, ccr, cci, cr, ci);
+            const float nr = dar * xr - dai * xi + dt * uu * br;
+            const float ni = dar * xi + dai * xr + dt * uu * bi;
+            xr = nr, xi = ni;
+            y += 2.f * (nr * cr - ni * ci);
+        }
+        y = group_sum<LPR>(y);
         if (active && j == 0) {
             y += Dd * uu;
             if (p.z.data) {
-                const float z = cx_at3(p.z, b, d, t);
-                y *= z * cx_sigmoid(z);
+                const float z = ((const float *)p.z.data)[cx::cx_off(p.z, b, d, t)];
+                y *= z * (1.f / (1.f + expf(-z)));
             }
-            *cx_ptr3(p.out, b, d, t) = y;
+            ((float *)p.out.data)[cx::cx_off(p.out, b, d, t)] = y;
         }
     }
-    if (p.last_state.data && active) {
-#pragma unroll
-        for (int k = 0; k < SPL; k++) {
-            const int64_t n = j + (int64_t)k * LPR;
-            if (n >= p.dstate) continue;
-            float *s = (float *)p.last_state.data +
-                       2 * (b * p.last_state.stride[0] + d * p.last_state.stride[1] + n * p.last_state.stride[2]);
-            s[0] = xr[k], s[1] = xi[k];
-        }
+    if (p.last_state.data && active && has_state) {
+        float *s = (float *)p.last_state.data +
+                   2 * (b * p.last_state.stride[0] + d * p.last_state.stride[1] + j * p.last_state.stride[2]);
+        s[0] = xr, s[1] = xi;
     }
 }
 
@@ -173,16 +126,16 @@ template <int NP, int SPL> __global__ void __launch_bounds__(256) scan_cx_rows_f
 static inline mvrt_gpu_error_t launch_cx_rows_fwd(const mvrt_scan_params_t &p, int warp_size, mvrt_gpu_stream_t s)
 {
     const int64_t N = p.dstate;
-    const int np = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : 16;
-    const int64_t rows_per_block = (int64_t)MVRT_CXR_WARPS * (warp_size / np);
+    const int lpr = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : 16;
+    const int64_t rows_per_block = (int64_t)MVRT_CXR_WARPS * (warp_size / lpr);
     const dim3 grid((unsigned)((p.batch * p.dim + rows_per_block - 1) / rows_per_block));
     const dim3 block((unsigned)(MVRT_CXR_WARPS * warp_size));
-    switch (np) {
-    case 1: scan_cx_rows_fwd_kernel<1, 1><<<grid, block, 0, s>>>(p); break;
-    case 2: scan_cx_rows_fwd_kernel<2, 1><<<grid, block, 0, s>>>(p); break;
-    case 4: scan_cx_rows_fwd_kernel<4, 1><<<grid, block, 0, s>>>(p); break;
-    case 8: scan_cx_rows_fwd_kernel<8, 1><<<grid, block, 0, s>>>(p); break;
-    default: scan_cx_rows_fwd_kernel<16, 1><<<grid, block, 0, s>>>(p); break;
+    switch (lpr) {
+    case 1: scan_cx_rows_fwd_kernel<1><<<grid, block, 0, s>>>(p); break;
+    case 2: scan_cx_rows_fwd_kernel<2><<<grid, block, 0, s>>>(p); break;
+    case 4: scan_cx_rows_fwd_kernel<4><<<grid, block, 0, s>>>(p); break;
+    case 8: scan_cx_rows_fwd_kernel<8><<<grid, block, 0, s>>>(p); break;
+    default: scan_cx_rows_fwd_kernel<16><<<grid, block, 0, s>>>(p); break;
     }
     return mvrt_gpu_get_last_error();
 }
